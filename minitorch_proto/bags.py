@@ -1,0 +1,92 @@
+"""Variable-size bags as one flat tensor plus offsets.
+
+A batch of bags is stored the way a ragged array is stored on disk: every
+instance of every bag stacked into one ``(n_instances, n_features)`` tensor, and
+a ``bag_index`` vector saying which bag each row belongs to. Pooling is then a
+segment reduction (``scatter_reduce``), so a bag of 1 instance and a bag of
+100,000 instances cost exactly their own size: there is no padding to ignore.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+__all__ = ["BagBatch", "segment_pool", "POOLINGS"]
+
+POOLINGS = ("min", "mean", "max")
+
+
+@dataclass
+class BagBatch:
+    """A batch of bags in flat form.
+
+    Attributes
+    ----------
+    instances : Tensor of shape (n_instances, n_features)
+    bag_index : LongTensor of shape (n_instances,)
+        Bag number (0..n_bags-1) of each instance; instances of a bag are contiguous.
+    n_bags : int
+    """
+
+    instances: torch.Tensor
+    bag_index: torch.Tensor
+    n_bags: int
+
+    @classmethod
+    def from_bags(
+        cls,
+        bags: Sequence[np.ndarray | torch.Tensor],
+        *,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str | None = None,
+    ) -> "BagBatch":
+        """Stack a sequence of 2-D bags (instances x features) into one batch."""
+        if len(bags) == 0:
+            raise ValueError("A batch needs at least one bag.")
+        tensors = [torch.as_tensor(b, dtype=dtype) for b in bags]
+        sizes = torch.tensor([t.shape[0] for t in tensors], dtype=torch.long)
+        if (sizes == 0).any():
+            raise ValueError(f"Bag {int(torch.nonzero(sizes == 0)[0])} is empty.")
+        instances = torch.cat(tensors, dim=0)
+        bag_index = torch.repeat_interleave(torch.arange(len(tensors)), sizes)
+        return cls(instances.to(device), bag_index.to(device), len(tensors))
+
+    @property
+    def sizes(self) -> torch.Tensor:
+        """Number of instances in each bag."""
+        return torch.bincount(self.bag_index, minlength=self.n_bags)
+
+    @property
+    def n_features(self) -> int:
+        return int(self.instances.shape[1])
+
+    def to(self, device) -> "BagBatch":
+        return BagBatch(self.instances.to(device), self.bag_index.to(device), self.n_bags)
+
+
+def segment_pool(values: torch.Tensor, bag_index: torch.Tensor, n_bags: int, how: str) -> torch.Tensor:
+    """Reduce per-instance rows to per-bag rows.
+
+    Parameters
+    ----------
+    values : Tensor of shape (n_instances, D)
+    bag_index : LongTensor of shape (n_instances,)
+    n_bags : int
+    how : {"min", "mean", "max"}
+
+    Returns
+    -------
+    Tensor of shape (n_bags, D)
+    """
+    index = bag_index.unsqueeze(1).expand_as(values)
+    out = values.new_zeros((n_bags, values.shape[1]))
+    if how == "min":
+        return out.scatter_reduce(0, index, values, reduce="amin", include_self=False)
+    if how == "max":
+        return out.scatter_reduce(0, index, values, reduce="amax", include_self=False)
+    if how == "mean":
+        return out.scatter_reduce(0, index, values, reduce="mean", include_self=False)
+    raise ValueError(f"Unknown pooling {how!r}; choose from {POOLINGS}.")

@@ -1,0 +1,305 @@
+"""Command-line interface: ``minitorch-proto <command> --help``."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+
+PROTOTYPE = "prototype"
+PROTOTYPE_COMPAT = "prototype (published code)"
+
+
+def _add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
+    if single:
+        src = p.add_mutually_exclusive_group(required=True)
+        src.add_argument("--dataset", help="benchmark name: musk1, musk2, fox, tiger, elephant")
+        src.add_argument("--csv", help="your own CSV: one row per instance, with a bag column and a label column")
+        p.add_argument("--bag-col", default="bag", help="bag-id column of --csv (default: bag)")
+        p.add_argument("--label-col", default="label", help="label column of --csv (default: label)")
+    p.add_argument("--data-dir", default=None,
+                   help="folder holding the benchmark files (default: $MINITORCH_PROTO_DATA, else the user cache)")
+    p.add_argument("--no-download", action="store_true", help="never download; fail if the files are not local")
+
+
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("model and training (defaults: the paper's Table 1 for the chosen benchmark)")
+    g.add_argument("--prototypes", type=int, default=None, help="number of prototypes D (24)")
+    g.add_argument("--distance", default=None, choices=["euclidean", "sqeuclidean", "manhattan", "cosine", "pseudo"])
+    g.add_argument("--pooling", default=None, help="comma-separated subset of min,mean,max (min)")
+    g.add_argument("--no-layer-norm", action="store_true", help="switch off per-bag layer normalisation")
+    g.add_argument("--epochs", type=int, default=None, help="epochs (100)")
+    g.add_argument("--lr-prototypes", type=float, default=None)
+    g.add_argument("--lr-classifier", type=float, default=None)
+    g.add_argument("--lambda-w", type=float, default=None)
+    g.add_argument("--lambda-p", type=float, default=None)
+    g.add_argument("--lambda-d", type=float, default=None)
+    g.add_argument("--standardization", default="feature", choices=["feature", "instance", "none"])
+    g.add_argument("--compat", default="none", choices=["none", "official"],
+                   help="'official': the published code's behaviour (see NOTES.md); default: the paper")
+    g.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    g.add_argument("--seed", type=int, default=0)
+
+
+def _load(args):
+    from .datasets import load_bags_csv, load_benchmark
+
+    if getattr(args, "csv", None):
+        return load_bags_csv(args.csv, bag_col=args.bag_col, label_col=args.label_col)
+    return load_benchmark(args.dataset, data_dir=args.data_dir, download=not args.no_download)
+
+
+def _configs(args, dataset_name: str, compat: str | None = None):
+    """Model/train configs and standardisation: Table 1 for benchmarks, then CLI overrides."""
+    from dataclasses import replace
+
+    from .model import PrototypeMILConfig, compat_config
+    from .reference import TABLE1, paper_configs
+    from .trainer import TrainConfig, compat_train_config
+
+    if dataset_name in TABLE1:
+        mconf, tconf = paper_configs(dataset_name)
+    else:
+        mconf, tconf = PrototypeMILConfig(), TrainConfig()
+    m_over = {k: v for k, v in dict(
+        n_prototypes=getattr(args, "prototypes", None),
+        distance=getattr(args, "distance", None),
+        pooling=tuple(args.pooling.split(",")) if getattr(args, "pooling", None) else None,
+        lambda_w=getattr(args, "lambda_w", None),
+        lambda_p=getattr(args, "lambda_p", None),
+        lambda_d=getattr(args, "lambda_d", None),
+    ).items() if v is not None}
+    if getattr(args, "no_layer_norm", False):
+        m_over["layer_norm"] = False
+    t_over = {k: v for k, v in dict(
+        epochs=getattr(args, "epochs", None),
+        lr_prototypes=getattr(args, "lr_prototypes", None),
+        lr_classifier=getattr(args, "lr_classifier", None),
+    ).items() if v is not None}
+    standardization = getattr(args, "standardization", "feature")
+    compat = compat or getattr(args, "compat", "none")
+    if compat == "official":
+        mconf, tconf = compat_config(mconf), compat_train_config(tconf)
+        standardization = "instance"
+    return replace(mconf, **m_over), replace(tconf, **t_over), standardization
+
+
+def _estimator_from(args, dataset_name: str):
+    from .estimator import PrototypeMILClassifier
+
+    mconf, tconf, std = _configs(args, dataset_name)
+    return PrototypeMILClassifier(
+        **{k: v for k, v in mconf.to_dict().items() if k != "layer_norm_eps"},
+        **{k: v for k, v in tconf.to_dict().items() if k not in ("betas", "eps")},
+        standardization=std, device=args.device, random_state=args.seed, verbose=True,
+    )
+
+
+# ------------------------------------------------------------------ commands
+def cmd_reproduce(args) -> int:
+    from .cv import cross_validate_estimator, cross_validate_prototype, stratified_folds
+    from .datasets import load_benchmark
+    from .report import average_ranks, format_table, table2, write_atomic
+
+    methods = _parse_methods(args.methods)
+    out = Path(args.out)
+    frames, timings = [], []
+    for name in args.datasets:
+        data = load_benchmark(name, data_dir=args.data_dir, download=not args.no_download)
+        folds = stratified_folds(data.y, args.repeats, args.folds, random_state=args.seed)
+        for method in methods:
+            t0 = time.perf_counter()
+            if method in (PROTOTYPE, PROTOTYPE_COMPAT):
+                compat = "official" if method == PROTOTYPE_COMPAT else "none"
+                mconf, tconf, std = _configs(args, data.name, compat)
+                evaluations = ("final", "test_selected") if compat == "official" else ("final",)
+                res = cross_validate_prototype(
+                    data.bags, data.y, folds, mconf, tconf, dataset=data.name, method=method,
+                    standardization=std, evaluations=evaluations, device=args.device, progress=not args.quiet,
+                )
+            else:
+                from .baselines import BASELINES
+
+                res = cross_validate_estimator(
+                    data.bags, data.y, folds, BASELINES[method], dataset=data.name, method=method,
+                    progress=not args.quiet,
+                )
+            wall = time.perf_counter() - t0
+            timings.append({"dataset": data.name, "method": method, "wall_seconds": wall})
+            print(f"[{data.name}] {method}: {res[res.evaluation == 'final'].accuracy.mean():.3f} accuracy, "
+                  f"{wall:.1f} s", file=sys.stderr)
+            frames.append(res)
+    results = pd.concat(frames, ignore_index=True)
+    write_atomic(out / "results.csv", results.to_csv(index=False))
+    from .cv import summarize
+
+    write_atomic(out / "summary.csv", summarize(results).to_csv(index=False))
+    write_atomic(out / "timings.csv", pd.DataFrame(timings).to_csv(index=False))
+    text = []
+    for spread in ("se_repeats", "std_folds"):
+        t = table2(results, spread=spread, include_reported=args.reported)
+        text.append(format_table(t))
+    if len(set(results.method)) > 1:
+        ranks = average_ranks(results)
+        text.append("average rank across data sets (1 = best, measured methods, final evaluation):\n"
+                    + ranks.round(2).to_string())
+    report = "\n\n".join(text) + "\n"
+    write_atomic(out / "table2.txt", report)
+    print(report)
+    print(f"wrote {out / 'results.csv'}, summary.csv, timings.csv, table2.txt")
+    return 0
+
+
+def _parse_methods(spec: str) -> list[str]:
+    names = [s.strip() for s in spec.split(",") if s.strip()]
+    known = [PROTOTYPE, "prototype-compat"]
+    try:
+        from .baselines import BASELINES
+
+        known += list(BASELINES)
+    except ImportError:
+        BASELINES = {}
+    if names == ["all"]:
+        names = [PROTOTYPE, "prototype-compat", *BASELINES]
+    resolved = []
+    for n in names:
+        if n not in known:
+            raise SystemExit(f"error: unknown method {n!r}; choose from {', '.join(known)} or 'all'.")
+        resolved.append(PROTOTYPE_COMPAT if n == "prototype-compat" else n)
+    return resolved
+
+
+def cmd_cv(args) -> int:
+    from .cv import cross_validate_prototype, stratified_folds, summarize
+    from .report import write_atomic
+
+    data = _load(args)
+    mconf, tconf, std = _configs(args, data.name)
+    folds = stratified_folds(data.y, args.repeats, args.folds, random_state=args.seed)
+    evaluations = ("final", "test_selected") if args.compat == "official" else ("final",)
+    res = cross_validate_prototype(data.bags, data.y, folds, mconf, tconf, dataset=data.name,
+                                   standardization=std, evaluations=evaluations, device=args.device, progress=True)
+    summ = summarize(res)
+    print(summ.to_string(index=False))
+    if args.out:
+        write_atomic(Path(args.out), res.to_csv(index=False))
+        print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_train(args) -> int:
+    data = _load(args)
+    clf = _estimator_from(args, data.name).fit(data.bags, data.y)
+    path = clf.save(args.out)
+    print(f"trained on {data.n_bags} bags ({data.name}); training accuracy {clf.score(data.bags, data.y):.3f}; "
+          f"saved to {path}")
+    return 0
+
+
+def cmd_predict(args) -> int:
+    from .estimator import load_model
+    from .report import write_atomic
+
+    clf = load_model(args.model)
+    data = _load(args)
+    proba = clf.predict_proba(data.bags)
+    frame = pd.DataFrame({"bag": data.bag_ids, "predicted": clf.classes_[proba.argmax(1)]})
+    for j, c in enumerate(clf.classes_):
+        frame[f"proba_{c}"] = proba[:, j]
+    text = frame.to_csv(index=False)
+    if args.out:
+        write_atomic(Path(args.out), text)
+        print(f"wrote {len(frame)} predictions to {args.out}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_datasets(args) -> int:
+    from .datasets import BENCHMARKS, load_benchmark
+
+    rows = []
+    for name in BENCHMARKS:
+        try:
+            d = load_benchmark(name, data_dir=args.data_dir, download=args.download)
+            s = d.summary()
+            rows.append({"dataset": name, "status": "ok", "bags": s["bags"], "instances": s["instances"],
+                         "features": s["features"], "source": d.source})
+        except Exception as exc:  # noqa: BLE001 - report every data set, then fail
+            rows.append({"dataset": name, "status": f"missing: {type(exc).__name__}", "source": str(exc)[:120]})
+    print(pd.DataFrame(rows).to_string(index=False))
+    return 0 if all(r["status"] == "ok" for r in rows) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="minitorch-proto",
+        description="Prototype multiple-instance learning (Yuksekgonul et al., 2019): reproduce, cross-validate, "
+        "train and predict.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("reproduce", help="5 x 10-fold CV on the benchmarks; a table shaped like the paper's Table 2")
+    p.add_argument("--datasets", nargs="+", default=["musk1", "musk2", "fox", "tiger", "elephant"])
+    p.add_argument("--methods", default=PROTOTYPE,
+                   help="comma-separated: prototype, prototype-compat, baseline names, or 'all' (default: prototype)")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--folds", type=int, default=10)
+    p.add_argument("--out", default="results", help="output folder (default: results/)")
+    p.add_argument("--reported", action="store_true", help="also list the other methods' figures quoted in the paper")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_data_args(p, single=False)
+    _add_model_args(p)
+    p.set_defaults(func=cmd_reproduce)
+
+    p = sub.add_parser("cv", help="repeated stratified CV of the prototype model on one data set")
+    _add_data_args(p)
+    _add_model_args(p)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--folds", type=int, default=10)
+    p.add_argument("--out", default=None, help="CSV of per-fold results")
+    p.set_defaults(func=cmd_cv)
+
+    p = sub.add_parser("train", help="fit one model on a whole data set and save it")
+    _add_data_args(p)
+    _add_model_args(p)
+    p.add_argument("--out", required=True, help="checkpoint path, e.g. model.pt")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("predict", help="predict bags with a saved model")
+    p.add_argument("--model", required=True, help="checkpoint written by 'train'")
+    _add_data_args(p)
+    p.add_argument("--out", default=None, help="CSV of predictions (default: standard output)")
+    p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("datasets", help="list the benchmarks and where they are found")
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--download", action="store_true", help="download the missing ones into the cache")
+    p.set_defaults(func=cmd_datasets)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "compat", "none") == "official" and args.command == "reproduce":
+        # For reproduce, --compat official adds the published code's rows beside the paper's.
+        methods = _parse_methods(args.methods)
+        if PROTOTYPE_COMPAT not in methods:
+            args.methods = args.methods + ",prototype-compat"
+        args.compat = "none"
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

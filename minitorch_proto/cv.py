@@ -1,0 +1,255 @@
+"""Repeated stratified cross-validation in which no test fold chooses anything.
+
+Standardisation is fitted on each fold's training bags, hyper-parameters come
+from the caller (the paper's Table 1, or an inner split of the training bags),
+and the model evaluated is the one after the last epoch. The published code's
+habit of scoring the test fold every 5 epochs and keeping the best test AUC is
+available as a separately labelled evaluation (``"test_selected"``), so its
+optimism can be measured, never as the default.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import StratifiedKFold
+
+from .model import PrototypeMILConfig
+from .preprocessing import BagStandardizer
+from .trainer import TrainConfig, _progress
+
+__all__ = [
+    "Fold",
+    "EVALUATIONS",
+    "stratified_folds",
+    "split_file_folds",
+    "cross_validate_prototype",
+    "cross_validate_estimator",
+    "summarize",
+    "RESULT_COLUMNS",
+]
+
+EVALUATIONS = {
+    "final": "model after the last epoch (nothing chosen on the test fold)",
+    "test_selected": "best test-fold AUC over epochs 5, 10, ... (published code; optimistic, not a valid estimate)",
+}
+RESULT_COLUMNS = [
+    "dataset", "method", "evaluation", "repeat", "fold", "seed", "n_train", "n_test",
+    "epoch", "accuracy", "auc", "fit_seconds",
+]
+
+
+@dataclass(frozen=True)
+class Fold:
+    """One train/test split: positions of bags in the data set, and the seed of its model."""
+
+    repeat: int
+    fold: int
+    train: np.ndarray
+    test: np.ndarray
+    seed: int
+
+
+def stratified_folds(y, n_repeats: int = 5, n_folds: int = 10, random_state: int = 0) -> list[Fold]:
+    """``n_repeats`` x stratified ``n_folds``-fold splits, deterministic by ``random_state``.
+
+    Repetition r shuffles with seed ``random_state + r``; the model of repetition r,
+    fold f is seeded with ``1000 * random_state + 100 * r + f`` (1-based r and f).
+    """
+    y = np.asarray(y)
+    if n_folds < 2:
+        raise ValueError(f"n_folds must be >= 2, got {n_folds}.")
+    if n_repeats < 1:
+        raise ValueError(f"n_repeats must be >= 1, got {n_repeats}.")
+    _, counts = np.unique(y, return_counts=True)
+    if len(counts) < 2:
+        raise ValueError("Cross-validation needs at least two classes in y.")
+    if counts.min() < n_folds:
+        raise ValueError(
+            f"The smallest class has {counts.min()} bags, fewer than n_folds={n_folds}: "
+            "stratified folds are impossible; lower n_folds."
+        )
+    folds = []
+    for r in range(n_repeats):
+        skf = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=random_state + r)
+        for f, (tr, te) in enumerate(skf.split(np.zeros(len(y)), y)):
+            folds.append(Fold(r + 1, f + 1, tr, te, 1000 * random_state + 100 * (r + 1) + (f + 1)))
+    return folds
+
+
+def split_file_folds(bag_ids: np.ndarray, splits: dict[tuple[int, int], np.ndarray], random_state: int = 0) -> list[Fold]:
+    """Folds from the authors' split files (``datasets.read_split_files``).
+
+    ``splits`` maps (repeat, fold) to the test bags' ids; the training bags are
+    all the others.
+    """
+    bag_ids = np.asarray(bag_ids)
+    position = {int(b): i for i, b in enumerate(bag_ids)}
+    folds = []
+    for (r, f), test_ids in sorted(splits.items()):
+        missing = [int(t) for t in test_ids if int(t) not in position]
+        if missing:
+            raise ValueError(f"Split file rep{r} fold{f} names bag ids not in the data: {missing[:5]}.")
+        test = np.array(sorted(position[int(t)] for t in test_ids))
+        train = np.setdiff1d(np.arange(len(bag_ids)), test)
+        folds.append(Fold(r, f, train, test, 1000 * random_state + 100 * r + f))
+    return folds
+
+
+def _scores(y_true: np.ndarray, proba: np.ndarray) -> tuple[float, float]:
+    acc = float(np.mean(np.argmax(proba, axis=1) == y_true))
+    if len(np.unique(y_true)) < 2:
+        return acc, float("nan")
+    if proba.shape[1] == 2:
+        return acc, float(roc_auc_score(y_true, proba[:, 1]))
+    return acc, float(roc_auc_score(y_true, proba, multi_class="ovr", labels=np.arange(proba.shape[1])))
+
+
+def cross_validate_prototype(
+    bags: Sequence[np.ndarray],
+    y: np.ndarray,
+    folds: Sequence[Fold],
+    model_config: PrototypeMILConfig | None = None,
+    train_config: TrainConfig | None = None,
+    *,
+    dataset: str = "custom",
+    method: str = "prototype",
+    standardization: str = "feature",
+    evaluations: Iterable[str] = ("final",),
+    selection_every: int = 5,
+    models_per_batch: int = 50,
+    device="auto",
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Cross-validate the prototype model, training the folds together (batched).
+
+    Parameters
+    ----------
+    bags, y : the data set (labels encoded 0..C-1).
+    folds : from :func:`stratified_folds` or :func:`split_file_folds`.
+    model_config, train_config : settings shared by every fold.
+    evaluations : subset of ``EVALUATIONS``
+        ``"final"`` (honest) and/or ``"test_selected"`` (published code's selection,
+        labelled as such in the ``evaluation`` column).
+    models_per_batch : int
+        How many folds train together (memory grows with it).
+
+    Returns
+    -------
+    DataFrame with :data:`RESULT_COLUMNS`, one row per fold and evaluation.
+    ``fit_seconds`` is the batch's wall time divided by its number of models.
+    """
+    from .batched import train_batched
+
+    evaluations = tuple(evaluations)
+    unknown = set(evaluations) - set(EVALUATIONS)
+    if unknown:
+        raise ValueError(f"Unknown evaluation(s) {sorted(unknown)}; choose from {sorted(EVALUATIONS)}.")
+    model_config = model_config or PrototypeMILConfig()
+    train_config = train_config or TrainConfig()
+    y = np.asarray(y, dtype=np.int64)
+    rows = []
+    chunks = [folds[i : i + models_per_batch] for i in range(0, len(folds), models_per_batch)]
+    for chunk in _progress(chunks, progress and len(chunks) > 1, f"{dataset} fold batches"):
+        fit = train_batched(
+            bags,
+            y,
+            [f.train for f in chunk],
+            [f.seed for f in chunk],
+            model_config,
+            train_config,
+            standardization=standardization,
+            eval_sets=[f.test for f in chunk],
+            eval_every=selection_every if "test_selected" in evaluations else None,
+            device=device,
+            progress=progress,
+        )
+        per_model = fit.seconds / len(chunk)
+        last = int(train_config.epochs)
+        for m, fold in enumerate(chunk):
+            y_test = y[fold.test]
+            base = dict(dataset=dataset, method=method, repeat=fold.repeat, fold=fold.fold, seed=fold.seed,
+                        n_train=len(fold.train), n_test=len(fold.test), fit_seconds=per_model)
+            if "final" in evaluations:
+                acc, auc = _scores(y_test, fit.evaluations[last][m])
+                rows.append(dict(base, evaluation="final", epoch=last, accuracy=acc, auc=auc))
+            if "test_selected" in evaluations:
+                best = None
+                for epoch in sorted(fit.evaluations):
+                    acc, auc = _scores(y_test, fit.evaluations[epoch][m])
+                    key = -1.0 if np.isnan(auc) else auc
+                    if best is None or key > best[0]:
+                        best = (key, epoch, acc, auc)
+                rows.append(dict(base, evaluation="test_selected", epoch=best[1], accuracy=best[2], auc=best[3]))
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def cross_validate_estimator(
+    bags: Sequence[np.ndarray],
+    y: np.ndarray,
+    folds: Sequence[Fold],
+    make_estimator: Callable[[int], object],
+    *,
+    dataset: str = "custom",
+    method: str = "estimator",
+    standardization: str = "feature",
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Cross-validate any estimator with ``fit(bags, y)`` and ``predict_proba(bags)``.
+
+    ``make_estimator(seed)`` builds a fresh estimator for each fold. The
+    standardisation is fitted on the fold's training bags and applied to both
+    sides; the estimator sees the test bags only through ``predict_proba``.
+    """
+    y = np.asarray(y, dtype=np.int64)
+    rows = []
+    for fold in _progress(list(folds), progress, f"{dataset} {method}"):
+        std = BagStandardizer(standardization).fit([bags[i] for i in fold.train])
+        train_bags = std.transform([bags[i] for i in fold.train])
+        test_bags = std.transform([bags[i] for i in fold.test])
+        est = make_estimator(fold.seed)
+        t0 = time.perf_counter()
+        est.fit(train_bags, y[fold.train])
+        seconds = time.perf_counter() - t0
+        proba = np.asarray(est.predict_proba(test_bags))
+        classes = np.asarray(getattr(est, "classes_", np.arange(proba.shape[1])))
+        # Columns follow the estimator's classes_; put them in label order 0..C-1.
+        full = np.zeros((len(fold.test), int(y.max()) + 1))
+        full[:, classes.astype(int)] = proba
+        acc, auc = _scores(y[fold.test], full)
+        rows.append(dict(dataset=dataset, method=method, evaluation="final", repeat=fold.repeat, fold=fold.fold,
+                         seed=fold.seed, n_train=len(fold.train), n_test=len(fold.test), epoch=np.nan,
+                         accuracy=acc, auc=auc, fit_seconds=seconds))
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def summarize(results: pd.DataFrame) -> pd.DataFrame:
+    """Mean and two labelled spreads per (dataset, method, evaluation).
+
+    Columns: ``accuracy_mean``, ``accuracy_std_folds`` (standard deviation over all
+    folds, ddof=1), ``accuracy_se_repeats`` (standard error of the repetition means:
+    their standard deviation / sqrt(number of repetitions); NaN for one repetition),
+    the same three for ``auc``, ``n_folds``, ``n_repeats`` and ``fit_seconds`` (total).
+    """
+    if results.empty:
+        raise ValueError("No results to summarise.")
+    out = []
+    for key, g in results.groupby(["dataset", "method", "evaluation"], sort=False):
+        row = dict(zip(["dataset", "method", "evaluation"], key))
+        for metric in ("accuracy", "auc"):
+            vals = g[metric].astype(float)
+            rep_means = g.groupby("repeat")[metric].mean()
+            row[f"{metric}_mean"] = vals.mean()
+            row[f"{metric}_std_folds"] = vals.std(ddof=1) if len(vals) > 1 else np.nan
+            row[f"{metric}_se_repeats"] = (
+                rep_means.std(ddof=1) / np.sqrt(len(rep_means)) if len(rep_means) > 1 else np.nan
+            )
+        row["n_folds"] = len(g)
+        row["n_repeats"] = g["repeat"].nunique()
+        row["fit_seconds"] = g["fit_seconds"].sum()
+        out.append(row)
+    return pd.DataFrame(out)

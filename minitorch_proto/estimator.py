@@ -1,0 +1,266 @@
+"""A scikit-learn style estimator around the prototype MIL model."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from .bags import BagBatch
+from .model import PrototypeMIL, PrototypeMILConfig
+from .preprocessing import BagStandardizer
+from .trainer import TrainConfig, resolve_device, train_model
+from .validation import check_bags, check_labels
+
+__all__ = ["PrototypeMILClassifier", "load_model"]
+
+_CHECKPOINT_FORMAT = 1
+
+
+class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
+    """Prototype MIL classifier (Yuksekgonul, Sivrikaya & Baydogan, 2019).
+
+    Parameters
+    ----------
+    n_prototypes : int, default=24
+        D, the number of learned prototypes.
+    distance : {"euclidean", "sqeuclidean", "manhattan", "cosine", "pseudo"}, default="euclidean"
+    pooling : tuple of {"min", "mean", "max"}, default=("min",)
+    layer_norm : bool, default=True
+        Per-bag layer normalisation of the pooled distances (Eq. 4).
+    bias : bool, default=True
+    lambda_w, lambda_p, lambda_d : float, default=3e-4, 4e-3, 1e-2
+        Weights of the L1 classifier penalty, the prototype-norm penalty and the
+        distance penalty (Table 1).
+    weight_penalty, prototype_penalty, distance_penalty : str
+        See :class:`~minitorch_proto.model.PrototypeMILConfig`.
+    init : {"normal", "instances", "kmeans++"}, default="normal"
+    lr_prototypes, lr_classifier : float, default=9e-5, 3e-5
+        Adam learning rates (Table 1, Musk1).
+    epochs : int, default=100
+    batch_size : int, default=1
+    sampling, lr_halving_every, accumulate_gradients :
+        Training-loop switches, see :class:`~minitorch_proto.trainer.TrainConfig`.
+    standardization : {"feature", "instance", "none"}, default="feature"
+        Fitted on the bags passed to :meth:`fit` only.
+    device : str, default="auto"
+        "auto" uses CUDA when available.
+    random_state : int, default=0
+        Seeds the initial parameters and the order of the bags.
+    verbose : bool, default=False
+        Show a progress bar over epochs.
+
+    Attributes
+    ----------
+    classes_ : ndarray of the distinct labels seen in ``fit``.
+    model_ : PrototypeMIL, the fitted torch module (on the CPU).
+    standardizer_ : BagStandardizer
+    history_ : list of dict, per-epoch mean of each loss term.
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> from minitorch_proto import PrototypeMILClassifier, load_benchmark
+    >>> data = load_benchmark("musk1")                        # doctest: +SKIP
+    >>> clf = PrototypeMILClassifier(epochs=100).fit(data.bags, data.y)  # doctest: +SKIP
+    >>> clf.predict_proba(data.bags[:3])                      # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        n_prototypes: int = 24,
+        distance: str = "euclidean",
+        pooling: Sequence[str] = ("min",),
+        layer_norm: bool = True,
+        bias: bool = True,
+        lambda_w: float = 3e-4,
+        lambda_p: float = 4e-3,
+        lambda_d: float = 1e-2,
+        weight_penalty: str = "l1",
+        prototype_penalty: str = "norm",
+        distance_penalty: str = "min",
+        init: str = "normal",
+        lr_prototypes: float = 9e-5,
+        lr_classifier: float = 3e-5,
+        epochs: int = 100,
+        batch_size: int = 1,
+        sampling: str = "shuffle",
+        lr_halving_every: int | None = None,
+        accumulate_gradients: bool = False,
+        standardization: str = "feature",
+        device: str = "auto",
+        random_state: int = 0,
+        verbose: bool = False,
+    ) -> None:
+        self.n_prototypes = n_prototypes
+        self.distance = distance
+        self.pooling = pooling
+        self.layer_norm = layer_norm
+        self.bias = bias
+        self.lambda_w = lambda_w
+        self.lambda_p = lambda_p
+        self.lambda_d = lambda_d
+        self.weight_penalty = weight_penalty
+        self.prototype_penalty = prototype_penalty
+        self.distance_penalty = distance_penalty
+        self.init = init
+        self.lr_prototypes = lr_prototypes
+        self.lr_classifier = lr_classifier
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.sampling = sampling
+        self.lr_halving_every = lr_halving_every
+        self.accumulate_gradients = accumulate_gradients
+        self.standardization = standardization
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------ configs
+    def model_config(self) -> PrototypeMILConfig:
+        """The :class:`PrototypeMILConfig` these parameters describe."""
+        return PrototypeMILConfig(
+            n_prototypes=int(self.n_prototypes),
+            distance=self.distance,
+            pooling=tuple(self.pooling) if not isinstance(self.pooling, str) else (self.pooling,),
+            layer_norm=bool(self.layer_norm),
+            bias=bool(self.bias),
+            lambda_w=float(self.lambda_w),
+            lambda_p=float(self.lambda_p),
+            lambda_d=float(self.lambda_d),
+            weight_penalty=self.weight_penalty,
+            prototype_penalty=self.prototype_penalty,
+            distance_penalty=self.distance_penalty,
+            init=self.init,
+        )
+
+    def train_config(self) -> TrainConfig:
+        """The :class:`TrainConfig` these parameters describe."""
+        return TrainConfig(
+            epochs=int(self.epochs),
+            lr_prototypes=float(self.lr_prototypes),
+            lr_classifier=float(self.lr_classifier),
+            batch_size=int(self.batch_size),
+            sampling=self.sampling,
+            lr_halving_every=self.lr_halving_every,
+            accumulate_gradients=bool(self.accumulate_gradients),
+        )
+
+    # -------------------------------------------------------------- fit
+    def fit(self, bags: Sequence[np.ndarray], y) -> "PrototypeMILClassifier":
+        """Fit on a sequence of bags (each n_instances x n_features) and their labels."""
+        mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
+        bags = check_bags(bags)
+        y_enc, self.classes_ = check_labels(y, len(bags))
+        self.n_features_in_ = bags[0].shape[1]
+        self.standardizer_ = BagStandardizer(self.standardization).fit(bags)
+        std_bags = self.standardizer_.transform(bags)
+        device = resolve_device(self.device)
+        seed = int(self.random_state) if self.random_state is not None else 0
+        init_instances = np.concatenate(std_bags) if mconf.init != "normal" else None
+        model = PrototypeMIL(
+            self.n_features_in_,
+            len(self.classes_),
+            mconf,
+            generator=torch.Generator().manual_seed(seed),
+            init_instances=init_instances,
+        ).to(device)
+        tensors = [torch.as_tensor(b, dtype=torch.float32, device=device) for b in std_bags]
+        self.history_ = train_model(
+            model, tensors, torch.as_tensor(y_enc, device=device), tconf, seed=seed, progress=self.verbose
+        )
+        self.model_ = model.cpu()
+        return self
+
+    # ---------------------------------------------------------- predict
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "model_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("This PrototypeMILClassifier is not fitted yet; call fit(bags, y) first.")
+
+    def _batch(self, bags) -> BagBatch:
+        self._check_fitted()
+        bags = check_bags(bags, self.n_features_in_)
+        return BagBatch.from_bags(self.standardizer_.transform(bags))
+
+    def predict_proba(self, bags: Sequence[np.ndarray]) -> np.ndarray:
+        """Class probabilities, shape (n_bags, n_classes), columns in ``classes_`` order."""
+        return self.model_.predict_proba_batch(self._batch(bags)).double().numpy()
+
+    def decision_function(self, bags: Sequence[np.ndarray]) -> np.ndarray:
+        """Logit of the positive class (two classes) or the logits (n_bags, C)."""
+        with torch.no_grad():
+            logits = self.model_(self._batch(bags)).double().numpy()
+        return logits[:, 0] if logits.shape[1] == 1 else logits
+
+    def predict(self, bags: Sequence[np.ndarray]) -> np.ndarray:
+        """Predicted labels (threshold 0.5 for two classes)."""
+        return self.classes_[np.argmax(self.predict_proba(bags), axis=1)]
+
+    def transform(self, bags: Sequence[np.ndarray]) -> np.ndarray:
+        """Normalised distance features Phi (n_bags, D * len(pooling)) fed to the classifier."""
+        with torch.no_grad():
+            return self.model_.features(self._batch(bags)).double().numpy()
+
+    # -------------------------------------------------------- save/load
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the fitted model, its configuration and standardisation to one file.
+
+        The file is written to a temporary name and renamed, so an interrupted
+        save never leaves a truncated checkpoint behind.
+        """
+        self._check_fitted()
+        path = Path(path)
+        payload = {
+            "format": _CHECKPOINT_FORMAT,
+            "params": json.dumps({k: (list(v) if isinstance(v, tuple) else v) for k, v in self.get_params().items()}),
+            "classes": self.classes_.tolist(),
+            "n_features": int(self.n_features_in_),
+            "state_dict": self.model_.state_dict(),
+            "standardizer": self.standardizer_.get_state(),
+            "history": self.history_,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
+        os.close(fd)
+        try:
+            torch.save(payload, tmp)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "PrototypeMILClassifier":
+        """Read a model written by :meth:`save`."""
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"No checkpoint at {path}.")
+        payload = torch.load(path, map_location="cpu", weights_only=False)
+        if not isinstance(payload, dict) or payload.get("format") != _CHECKPOINT_FORMAT:
+            raise ValueError(f"{path} is not a minitorch_proto checkpoint (format {_CHECKPOINT_FORMAT}).")
+        params = json.loads(payload["params"])
+        if "pooling" in params:
+            params["pooling"] = tuple(params["pooling"])
+        clf = cls(**params)
+        clf.classes_ = np.asarray(payload["classes"])
+        clf.n_features_in_ = payload["n_features"]
+        model = PrototypeMIL(clf.n_features_in_, len(clf.classes_), clf.model_config())
+        model.load_state_dict(payload["state_dict"])
+        model.eval()
+        clf.model_ = model
+        clf.standardizer_ = BagStandardizer.from_state(payload["standardizer"])
+        clf.history_ = payload["history"]
+        return clf
+
+
+def load_model(path: str | os.PathLike) -> PrototypeMILClassifier:
+    """Shorthand for :meth:`PrototypeMILClassifier.load`."""
+    return PrototypeMILClassifier.load(path)

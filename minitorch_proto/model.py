@@ -1,0 +1,372 @@
+"""The prototype MIL model of Yuksekgonul, Sivrikaya & Baydogan (2019), in one file.
+
+A bag ``X_i`` (K_i instances of L features) becomes a short vector of distances:
+
+1. distances of every instance to each of D learned prototypes ``P_d``,
+2. pooled over the bag's instances with min (optionally also mean and max): ``Phi_i``,
+3. per-bag layer normalisation of ``Phi_i`` (Eq. 4a-4b),
+4. a linear classifier with bias: sigmoid for two classes, softmax for more.
+
+The objective (Eq. 1) is cross-entropy + lambda_w ||beta||_1 + lambda_p sum_d ||P_d||_2
++ lambda_d sum_d min_k Dist(X_ik, P_d). Every switch the authors' published code
+flips (see ``compat_config``) is a field of :class:`PrototypeMILConfig`, so each
+deviation can be measured on its own.
+
+The functions below take parameters with a leading *model* dimension M, so the
+same arithmetic trains one model (M = 1, :class:`PrototypeMIL`) or many models at
+once (``minitorch_proto.batched``).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .bags import POOLINGS, BagBatch, segment_pool
+from .distances import DISTANCES, pairwise_distance, safe_sqrt
+
+__all__ = [
+    "PrototypeMILConfig",
+    "PrototypeMIL",
+    "compat_config",
+    "init_prototypes",
+    "normalize_features",
+    "head_logits",
+    "loss_terms",
+    "penalty_terms",
+    "cross_entropy",
+    "pooled_from_distances",
+    "init_head",
+    "LOSS_TERMS",
+]
+
+LOSS_TERMS = ("cross_entropy", "weight_penalty", "prototype_penalty", "distance_penalty")
+
+
+@dataclass(frozen=True)
+class PrototypeMILConfig:
+    """Everything that defines the model and its objective.
+
+    Defaults are the paper as written (Table 1 regularisers, D = 24, Euclidean
+    distance, min pooling, layer normalisation, bias).
+
+    Attributes
+    ----------
+    n_prototypes : int
+        D, the number of prototypes.
+    distance : str
+        One of ``"euclidean"`` (paper), ``"sqeuclidean"``, ``"manhattan"``,
+        ``"cosine"``, ``"pseudo"`` (published code).
+    pooling : tuple of str
+        Non-empty subset of ``("min", "mean", "max")``; features are concatenated
+        in that order, each block D long.
+    layer_norm : bool
+        Per-bag layer normalisation of the pooled distance vector (Eq. 4).
+    bias : bool
+        Intercept beta_0 in the classifier.
+    lambda_w, lambda_p, lambda_d : float
+        Weights of the classifier, prototype and distance penalties.
+    weight_penalty : {"l1", "l2"}
+        ``||beta||_1`` (paper) or ``||beta||_2`` (an option the published search used).
+    prototype_penalty : {"norm", "pairwise"}
+        ``sum_d ||P_d||_2`` (paper) or the sum of pairwise Euclidean distances
+        between prototypes (published code).
+    distance_penalty : {"min", "pooled"}
+        Sum of min distances (paper) or of every pooled feature (published code);
+        always taken before normalisation.
+    init : {"normal", "instances", "kmeans++"}
+        Standard normal prototypes (paper), randomly sampled training instances,
+        or k-means++ seeding on the training instances.
+    layer_norm_eps : float
+        Added to the variance in Eq. 4b so a bag whose distances are all equal
+        does not divide by zero.
+    """
+
+    n_prototypes: int = 24
+    distance: str = "euclidean"
+    pooling: tuple[str, ...] = ("min",)
+    layer_norm: bool = True
+    bias: bool = True
+    lambda_w: float = 3e-4
+    lambda_p: float = 4e-3
+    lambda_d: float = 1e-2
+    weight_penalty: str = "l1"
+    prototype_penalty: str = "norm"
+    distance_penalty: str = "min"
+    init: str = "normal"
+    layer_norm_eps: float = 1e-6
+
+    def __post_init__(self) -> None:
+        pooling = tuple(self.pooling) if not isinstance(self.pooling, str) else (self.pooling,)
+        object.__setattr__(self, "pooling", pooling)
+        if int(self.n_prototypes) < 1:
+            raise ValueError(f"n_prototypes must be >= 1, got {self.n_prototypes}.")
+        if self.distance not in DISTANCES:
+            raise ValueError(f"Unknown distance {self.distance!r}; choose from {DISTANCES}.")
+        if not pooling or any(p not in POOLINGS for p in pooling) or len(set(pooling)) != len(pooling):
+            raise ValueError(f"pooling must be a non-empty subset of {POOLINGS}, got {self.pooling!r}.")
+        if self.layer_norm and self.n_prototypes * len(pooling) < 2:
+            raise ValueError(
+                "Layer normalisation of a single feature is always 0: use n_prototypes * len(pooling) >= 2 "
+                "or layer_norm=False."
+            )
+        for name in ("lambda_w", "lambda_p", "lambda_d"):
+            value = getattr(self, name)
+            if not np.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value}.")
+        if self.weight_penalty not in ("l1", "l2"):
+            raise ValueError(f"weight_penalty must be 'l1' or 'l2', got {self.weight_penalty!r}.")
+        if self.prototype_penalty not in ("norm", "pairwise"):
+            raise ValueError(f"prototype_penalty must be 'norm' or 'pairwise', got {self.prototype_penalty!r}.")
+        if self.distance_penalty not in ("min", "pooled"):
+            raise ValueError(f"distance_penalty must be 'min' or 'pooled', got {self.distance_penalty!r}.")
+        if self.init not in ("normal", "instances", "kmeans++"):
+            raise ValueError(f"init must be 'normal', 'instances' or 'kmeans++', got {self.init!r}.")
+
+    @property
+    def n_features_out(self) -> int:
+        """Length of the pooled distance vector Phi_i."""
+        return self.n_prototypes * len(self.pooling)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["pooling"] = list(self.pooling)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "PrototypeMILConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"Unknown PrototypeMILConfig fields: {sorted(unknown)}.")
+        return cls(**{k: (tuple(v) if k == "pooling" else v) for k, v in d.items()})
+
+
+def compat_config(config: PrototypeMILConfig | None = None, **overrides) -> PrototypeMILConfig:
+    """The model as the authors' published code builds it (NOTES.md, table rows 1-6).
+
+    Pseudo-distance clamped at 0, min+max+mean pooling (that code's order),
+    no layer norm, no bias, pairwise prototype penalty, distance penalty on every
+    pooled feature. Training-loop deviations live in ``TrainConfig``.
+    """
+    base = config or PrototypeMILConfig()
+    compat = dict(
+        distance="pseudo",
+        pooling=("min", "max", "mean"),
+        layer_norm=False,
+        bias=False,
+        prototype_penalty="pairwise",
+        distance_penalty="pooled",
+    )
+    compat.update(overrides)
+    return replace(base, **compat)
+
+
+# --------------------------------------------------------------------------- init
+def init_prototypes(
+    config: PrototypeMILConfig,
+    n_features: int,
+    generator: torch.Generator,
+    instances: torch.Tensor | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """Initial prototypes of shape (D, L), drawn from ``generator``."""
+    D = config.n_prototypes
+    if config.init == "normal":
+        return torch.randn(D, n_features, generator=generator, dtype=dtype)
+    if instances is None or len(instances) == 0:
+        raise ValueError(f"init={config.init!r} needs the training instances.")
+    X = torch.as_tensor(instances, dtype=dtype)
+    n = X.shape[0]
+    if config.init == "instances":
+        idx = torch.randperm(n, generator=generator)[:D] if n >= D else torch.randint(n, (D,), generator=generator)
+        return X[idx].clone()
+    # k-means++ seeding: each next prototype is an instance drawn with probability
+    # proportional to its squared distance from the nearest prototype so far.
+    chosen = [int(torch.randint(n, (1,), generator=generator))]
+    closest = ((X - X[chosen[0]]) ** 2).sum(1)
+    for _ in range(1, D):
+        total = float(closest.sum())
+        if total <= 0:
+            nxt = int(torch.randint(n, (1,), generator=generator))
+        else:
+            nxt = int(torch.multinomial(closest / total, 1, generator=generator))
+        chosen.append(nxt)
+        closest = torch.minimum(closest, ((X - X[nxt]) ** 2).sum(1))
+    return X[chosen].clone()
+
+
+def init_head(
+    n_inputs: int, n_outputs: int, generator: torch.Generator, dtype: torch.dtype = torch.float32
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Classifier weights and bias, uniform in +-1/sqrt(n_inputs) like ``nn.Linear``."""
+    bound = 1.0 / np.sqrt(n_inputs)
+    weight = (torch.rand(n_outputs, n_inputs, generator=generator, dtype=dtype) * 2 - 1) * bound
+    bias = (torch.rand(n_outputs, generator=generator, dtype=dtype) * 2 - 1) * bound
+    return weight, bias
+
+
+# --------------------------------------------------------------------- forward
+def normalize_features(phi: torch.Tensor, config: PrototypeMILConfig) -> torch.Tensor:
+    """Eq. 4: each bag's pooled vector to zero mean and unit (population) variance."""
+    if not config.layer_norm:
+        return phi
+    mu = phi.mean(-1, keepdim=True)
+    var = ((phi - mu) ** 2).mean(-1, keepdim=True)
+    return (phi - mu) / torch.sqrt(var + config.layer_norm_eps)
+
+
+def head_logits(phi: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """Linear classifier. phi (..., B, F), weight (..., O, F), bias (..., O) -> (..., B, O)."""
+    logits = phi @ weight.transpose(-1, -2)
+    if bias is not None:
+        logits = logits + bias.unsqueeze(-2)
+    return logits
+
+
+def cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per-bag cross-entropy; one logit column means a sigmoid, several a softmax."""
+    if logits.shape[-1] == 1:
+        return F.binary_cross_entropy_with_logits(logits[..., 0], y.to(logits.dtype), reduction="none")
+    logp = torch.log_softmax(logits, dim=-1)
+    return -logp.gather(-1, y.unsqueeze(-1)).squeeze(-1)
+
+
+def penalty_terms(weight: torch.Tensor, prototypes: torch.Tensor, config: PrototypeMILConfig) -> dict[str, torch.Tensor]:
+    """The two parameter penalties of Eq. 1, weighted, per model (shape (...,))."""
+    if config.weight_penalty == "l1":
+        w_pen = weight.abs().sum((-1, -2))
+    else:
+        w_pen = torch.sqrt((weight * weight).sum((-1, -2)) + 1e-12)
+    if config.prototype_penalty == "norm":
+        p_pen = safe_sqrt((prototypes * prototypes).sum(-1)).sum(-1)
+    else:
+        p_pen = pairwise_distance(prototypes, prototypes, "euclidean").sum((-1, -2)) / 2.0  # each pair once
+    return {"weight_penalty": config.lambda_w * w_pen, "prototype_penalty": config.lambda_p * p_pen}
+
+
+def loss_terms(
+    logits: torch.Tensor,
+    y: torch.Tensor,
+    weight: torch.Tensor,
+    prototypes: torch.Tensor,
+    penalised_distances: torch.Tensor,
+    config: PrototypeMILConfig,
+) -> dict[str, torch.Tensor]:
+    """The four terms of Eq. 1 for a minibatch, per model.
+
+    Shapes carry an optional leading model dimension: logits (..., B, O),
+    y (..., B), weight (..., O, F), prototypes (..., D, L),
+    penalised_distances (..., B, D'). Returns tensors of shape (...,).
+
+    The data terms (cross-entropy and distance penalty) are averaged over the
+    minibatch's bags, the two parameter penalties are added once: with the paper's
+    batch size of 1 each step minimises Eq. 1 written for the one bag it sees.
+    """
+    terms = {
+        "cross_entropy": cross_entropy(logits, y).mean(-1),
+        **penalty_terms(weight, prototypes, config),
+        "distance_penalty": config.lambda_d * penalised_distances.sum(-1).mean(-1),
+    }
+    return {k: terms[k] for k in LOSS_TERMS}
+
+
+def pooled_from_distances(
+    dist: torch.Tensor, pool_fn, config: PrototypeMILConfig
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Apply the configured poolings; return (features, distances that are penalised)."""
+    pooled = {how: pool_fn(dist, how) for how in config.pooling}
+    if "min" not in pooled and config.distance_penalty == "min":
+        pooled_min = pool_fn(dist, "min")
+    else:
+        pooled_min = pooled.get("min")
+    phi = torch.cat([pooled[how] for how in config.pooling], dim=-1)
+    penalised = pooled_min if config.distance_penalty == "min" else phi
+    return phi, penalised
+
+
+# ---------------------------------------------------------------------- module
+class PrototypeMIL(nn.Module):
+    """One prototype MIL model.
+
+    Parameters
+    ----------
+    n_features : int
+        L, features per instance.
+    n_classes : int
+        2 gives one sigmoid output; more give a softmax.
+    config : PrototypeMILConfig, optional
+    generator : torch.Generator, optional
+        Source of the initial parameters (``torch.Generator().manual_seed(seed)``).
+    init_instances : array-like, optional
+        Training instances, required for ``init="instances"`` or ``"kmeans++"``.
+    """
+
+    def __init__(
+        self,
+        n_features: int,
+        n_classes: int = 2,
+        config: PrototypeMILConfig | None = None,
+        generator: torch.Generator | None = None,
+        init_instances=None,
+    ) -> None:
+        super().__init__()
+        if n_classes < 2:
+            raise ValueError(f"n_classes must be >= 2, got {n_classes}.")
+        self.config = config or PrototypeMILConfig()
+        self.n_features = int(n_features)
+        self.n_classes = int(n_classes)
+        gen = generator or torch.Generator().manual_seed(0)
+        n_out = 1 if n_classes == 2 else n_classes
+        self.prototypes = nn.Parameter(init_prototypes(self.config, n_features, gen, init_instances))
+        w, b = init_head(self.config.n_features_out, n_out, gen)
+        self.weight = nn.Parameter(w)
+        self.bias = nn.Parameter(b) if self.config.bias else None
+
+    # The three stages are separate so explanations and plots can reuse them.
+    def distances(self, instances: torch.Tensor) -> torch.Tensor:
+        """(N, L) instances -> (N, D) distances to the prototypes."""
+        return pairwise_distance(instances, self.prototypes, self.config.distance)
+
+    def pooled(self, batch: BagBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """Pooled distance features Phi (n_bags, F) before normalisation, and the penalised distances."""
+        dist = self.distances(batch.instances)
+        return pooled_from_distances(
+            dist, lambda d, how: segment_pool(d, batch.bag_index, batch.n_bags, how), self.config
+        )
+
+    def features(self, batch: BagBatch) -> torch.Tensor:
+        """Normalised features fed to the classifier, (n_bags, F)."""
+        return normalize_features(self.pooled(batch)[0], self.config)
+
+    def forward(self, batch: BagBatch) -> torch.Tensor:
+        """Logits of shape (n_bags, 1) for two classes, (n_bags, C) otherwise."""
+        return head_logits(self.features(batch), self.weight, self.bias)
+
+    def loss_terms(self, batch: BagBatch, y: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Each term of Eq. 1 on this minibatch (scalars); ``total`` is their sum."""
+        phi, penalised = self.pooled(batch)
+        logits = head_logits(normalize_features(phi, self.config), self.weight, self.bias)
+        terms = loss_terms(logits, y, self.weight, self.prototypes, penalised, self.config)
+        terms["total"] = sum(terms.values())
+        return terms
+
+    @torch.no_grad()
+    def predict_proba_batch(self, batch: BagBatch) -> torch.Tensor:
+        """Class probabilities (n_bags, n_classes)."""
+        logits = self.forward(batch)
+        if logits.shape[-1] == 1:
+            p1 = torch.sigmoid(logits[:, 0])
+            return torch.stack([1 - p1, p1], dim=1)
+        return torch.softmax(logits, dim=1)
+
+    def extra_repr(self) -> str:
+        c = self.config
+        return (
+            f"n_features={self.n_features}, n_prototypes={c.n_prototypes}, distance={c.distance!r}, "
+            f"pooling={c.pooling}, layer_norm={c.layer_norm}, bias={c.bias}"
+        )
