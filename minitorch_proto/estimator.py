@@ -201,6 +201,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Predicted labels (threshold 0.5 for two classes)."""
+        self._check_fitted()
         return self.classes_[np.argmax(self.predict_proba(bags), axis=1)]
 
     def transform(self, bags: Sequence[np.ndarray]) -> np.ndarray:

@@ -1,0 +1,228 @@
+"""The scikit-learn contract, input errors, and cross-validation without leakage."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+
+from minitorch_proto.cv import (
+    cross_validate_estimator,
+    cross_validate_prototype,
+    split_file_folds,
+    stratified_folds,
+    summarize,
+)
+from minitorch_proto.estimator import PrototypeMILClassifier, load_model
+from minitorch_proto.model import PrototypeMILConfig
+from minitorch_proto.trainer import TrainConfig
+
+from .conftest import make_concept_bags
+
+FAST = dict(n_prototypes=8, epochs=40, lr_prototypes=3e-2, lr_classifier=3e-2, device="cpu")
+
+
+def test_learns_a_concept_and_generalises():
+    bags, y = make_concept_bags(n_bags=60, seed=0)
+    test_bags, test_y = make_concept_bags(n_bags=60, seed=1)
+    clf = PrototypeMILClassifier(**FAST, random_state=0).fit(bags, y)
+    assert clf.score(test_bags, test_y) >= 0.85
+
+
+def test_sklearn_contract_and_label_mapping():
+    bags, y = make_concept_bags(n_bags=30, seed=0)
+    labels = np.where(y == 1, "pos", "neg")
+    clf = PrototypeMILClassifier(**FAST, random_state=3)
+    twin = clone(clf)
+    assert twin.get_params() == clf.get_params()
+    clf.set_params(epochs=20)
+    assert clf.epochs == 20
+    clf.fit(bags, labels)
+    assert list(clf.classes_) == ["neg", "pos"]
+    proba = clf.predict_proba(bags)
+    assert proba.shape == (30, 2)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-6)
+    pred = clf.predict(bags)
+    assert set(pred) <= {"neg", "pos"}
+    assert np.array_equal(pred, np.where(proba[:, 1] > 0.5, "pos", "neg"))
+    dec = clf.decision_function(bags)
+    np.testing.assert_allclose(1 / (1 + np.exp(-dec)), proba[:, 1], rtol=1e-5)
+    assert clf.transform(bags).shape == (30, 8)
+
+
+def test_same_seed_same_model_different_seed_different_model():
+    bags, y = make_concept_bags(n_bags=20, seed=0)
+    a = PrototypeMILClassifier(**FAST, random_state=1).fit(bags, y).predict_proba(bags)
+    b = PrototypeMILClassifier(**FAST, random_state=1).fit(bags, y).predict_proba(bags)
+    c = PrototypeMILClassifier(**FAST, random_state=2).fit(bags, y).predict_proba(bags)
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+
+
+def test_save_and_load_round_trip(tmp_path):
+    bags, y = make_concept_bags(n_bags=20, seed=0)
+    clf = PrototypeMILClassifier(**FAST, pooling=("min", "max")).fit(bags, y)
+    path = clf.save(tmp_path / "sub" / "model.pt")
+    again = load_model(path)
+    np.testing.assert_array_equal(again.predict_proba(bags), clf.predict_proba(bags))
+    assert again.get_params() == clf.get_params()
+    assert [p.name for p in path.parent.iterdir()] == ["model.pt"]  # no temporary file left
+    with pytest.raises(FileNotFoundError):
+        load_model(tmp_path / "missing.pt")
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(Exception):
+        load_model(tmp_path / "junk.pt")
+
+
+@pytest.mark.parametrize(
+    "bags, y, match",
+    [
+        ([np.ones((2, 3)), np.ones((0, 3))], [0, 1], "empty"),
+        ([np.ones((2, 3)), np.ones((2, 4))], [0, 1], "features"),
+        ([np.ones((2, 3)), np.array([[1.0, np.nan, 0.0]])], [0, 1], "NaN"),
+        ([np.ones((2, 3)), np.array([[1.0, np.inf, 0.0]])], [0, 1], "infinite"),
+        ([np.ones((2, 3)), np.ones((2, 3))], [1, 1], "class"),
+        ([np.ones((2, 3)), np.ones((2, 3))], [0, 1, 1], "labels"),
+        ([np.ones((2, 3, 1)), np.ones((2, 3, 1))], [0, 1], "2-D"),
+        ([], [], "empty"),
+        ([np.ones((2, 3)), np.ones((2, 3))], [0.5, 1.0], "class labels"),
+    ],
+)
+def test_bad_input_is_named(bags, y, match):
+    with pytest.raises(ValueError, match=match):
+        PrototypeMILClassifier(**FAST).fit(bags, y)
+
+
+def test_predict_checks_feature_count_and_fitting():
+    from sklearn.exceptions import NotFittedError
+
+    bags, y = make_concept_bags(n_bags=10, seed=0)
+    with pytest.raises(NotFittedError):
+        PrototypeMILClassifier().predict(bags)
+    clf = PrototypeMILClassifier(**{**FAST, "epochs": 1}).fit(bags, y)
+    with pytest.raises(ValueError, match="fitted with 4"):
+        clf.predict([np.ones((2, 5))])
+
+
+def test_bad_hyper_parameters_fail_before_training():
+    bags, y = make_concept_bags(n_bags=10, seed=0)
+    with pytest.raises(ValueError, match="pooling"):
+        PrototypeMILClassifier(pooling=("median",)).fit(bags, y)
+    with pytest.raises(ValueError, match="lr_prototypes"):
+        PrototypeMILClassifier(lr_prototypes=-1).fit(bags, y)
+
+
+# ------------------------------------------------------------------ folds
+def test_stratified_folds_are_disjoint_stratified_and_deterministic():
+    y = np.array([0] * 45 + [1] * 47)
+    folds = stratified_folds(y, n_repeats=5, n_folds=10, random_state=0)
+    assert len(folds) == 50
+    for r in range(1, 6):
+        rep = [f for f in folds if f.repeat == r]
+        tests = np.concatenate([f.test for f in rep])
+        assert sorted(tests.tolist()) == list(range(92))  # every bag tested exactly once per repetition
+        for f in rep:
+            assert np.intersect1d(f.train, f.test).size == 0
+            assert abs(y[f.test].mean() - y.mean()) < 0.15
+    again = stratified_folds(y, n_repeats=5, n_folds=10, random_state=0)
+    assert all(np.array_equal(a.test, b.test) for a, b in zip(folds, again))
+    assert not np.array_equal(folds[0].test, folds[10].test)  # repetitions differ
+    assert len({f.seed for f in folds}) == 50
+    with pytest.raises(ValueError, match="two classes"):
+        stratified_folds(np.zeros(20), 1, 2)
+    with pytest.raises(ValueError, match="fewer than n_folds"):
+        stratified_folds(np.array([0] * 20 + [1] * 3), 1, 5)
+
+
+def test_split_file_folds_from_the_authors_files(shared_mil):
+    from minitorch_proto.datasets import load_benchmark, read_split_files
+
+    data = load_benchmark("elephant", data_dir=shared_mil)
+    folds = split_file_folds(data.bag_ids, read_split_files(shared_mil / "folds", "Elephant"))
+    assert len(folds) == 10
+    assert sorted(np.concatenate([f.test for f in folds]).tolist()) == list(range(200))
+    for f in folds:
+        assert len(f.test) == 20 and data.y[f.test].sum() == 10
+        assert len(f.train) == 180
+    with pytest.raises(ValueError, match="not in the data"):
+        split_file_folds(data.bag_ids, {(1, 1): np.array([9999])})
+
+
+# ----------------------------------------------------------------- leakage
+class RecordingEstimator:
+    """Remembers exactly which bags reached fit; predicts the training prior."""
+
+    seen: list = []
+
+    def __init__(self, seed):
+        self.seed = seed
+
+    def fit(self, bags, y):
+        RecordingEstimator.seen.append([b.copy() for b in bags])
+        self.classes_ = np.unique(y)
+        self.p_ = float(np.mean(y))
+        return self
+
+    def predict_proba(self, bags):
+        return np.tile([1 - self.p_, self.p_], (len(bags), 1))
+
+
+def test_estimator_cv_never_shows_test_bags_to_fit_or_standardisation():
+    bags, y = make_concept_bags(n_bags=20, seed=0)
+    folds = stratified_folds(y, n_repeats=1, n_folds=4)
+    # Make test bags of fold 0 wildly different: if they leaked into the
+    # standardisation, the training bags' statistics would move.
+    marked = [b.copy() for b in bags]
+    for i in folds[0].test:
+        marked[i] = marked[i] + 1e6
+    RecordingEstimator.seen = []
+    cross_validate_estimator(marked, y, folds[:1], RecordingEstimator)
+    seen = RecordingEstimator.seen[0]
+    assert len(seen) == len(folds[0].train)
+    X = np.concatenate(seen)
+    np.testing.assert_allclose(X.mean(0), 0, atol=1e-9)  # standardised with training bags only
+    np.testing.assert_allclose(X.std(0), 1, atol=1e-9)
+
+
+def test_batched_cv_standardises_on_training_bags_only():
+    from minitorch_proto.batched import train_batched
+
+    bags, y = make_concept_bags(n_bags=20, seed=0)
+    folds = stratified_folds(y, n_repeats=1, n_folds=4)
+    fit = train_batched(bags, y, [f.train for f in folds], [f.seed for f in folds],
+                        PrototypeMILConfig(n_prototypes=3), TrainConfig(epochs=1), device="cpu")
+    for f, std in zip(folds, fit.standardizers):
+        train_X = np.concatenate([bags[i] for i in f.train])
+        np.testing.assert_allclose(std.mean_, train_X.mean(0))
+        all_X = np.concatenate(bags)
+        assert not np.allclose(std.mean_, all_X.mean(0))
+
+
+def test_prototype_cv_rows_and_honest_default():
+    bags, y = make_concept_bags(n_bags=40, seed=0)
+    folds = stratified_folds(y, n_repeats=2, n_folds=4)
+    res = cross_validate_prototype(bags, y, folds, PrototypeMILConfig(n_prototypes=8),
+                                   TrainConfig(epochs=30, lr_prototypes=3e-2, lr_classifier=3e-2),
+                                   dataset="toy", evaluations=("final", "test_selected"), device="cpu")
+    assert len(res) == 16
+    final = res[res.evaluation == "final"]
+    assert (final.epoch == 30).all()  # the model evaluated is the last one, never test-chosen
+    sel = res[res.evaluation == "test_selected"]
+    assert set(sel.epoch) <= {5, 10, 15, 20, 25, 30}
+    assert (sel.auc.values >= final.auc.values - 1e-12).all()  # selection can only flatter
+    assert final.accuracy.mean() > 0.7
+    with pytest.raises(ValueError, match="Unknown evaluation"):
+        cross_validate_prototype(bags, y, folds, evaluations=("best",))
+
+
+def test_summary_spreads_by_hand():
+    res = pd.DataFrame({
+        "dataset": "d", "method": "m", "evaluation": "final",
+        "repeat": [1, 1, 2, 2], "fold": [1, 2, 1, 2], "accuracy": [0.5, 0.7, 0.9, 1.0],
+        "auc": [0.6, 0.6, 0.8, 0.8], "fit_seconds": 1.0,
+    })
+    s = summarize(res).iloc[0]
+    assert s.accuracy_mean == pytest.approx(0.775)
+    assert s.accuracy_std_folds == pytest.approx(np.std([0.5, 0.7, 0.9, 1.0], ddof=1))
+    assert s.accuracy_se_repeats == pytest.approx(np.std([0.6, 0.95], ddof=1) / np.sqrt(2))
+    assert s.n_folds == 4 and s.n_repeats == 2

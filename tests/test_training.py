@@ -1,0 +1,156 @@
+"""Trainers: the batched trainer equals the sequential one; the published loop's switches; determinism."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from minitorch_proto.batched import size_groups, train_batched
+from minitorch_proto.model import PrototypeMIL, PrototypeMILConfig, compat_config
+from minitorch_proto.preprocessing import BagStandardizer
+from minitorch_proto.trainer import TrainConfig, compat_train_config, epoch_batches, train_model
+
+from .conftest import make_concept_bags
+
+
+def _sequential(bags, y, train, seed, mconf, tconf, std):
+    st = BagStandardizer(std).fit([bags[i] for i in train])
+    tb = [torch.as_tensor(st.transform_instances(bags[i])) for i in train]
+    init = np.concatenate([st.transform_instances(bags[i]) for i in train]) if mconf.init != "normal" else None
+    model = PrototypeMIL(bags[0].shape[1], 2, mconf, generator=torch.Generator().manual_seed(seed),
+                         init_instances=init).double()
+    history = train_model(model, tb, torch.as_tensor(y[train]), tconf, seed=seed)
+    return model, history
+
+
+CASES = {
+    "paper": (PrototypeMILConfig(n_prototypes=3, pooling=("min", "mean")),
+              TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=2e-2), "feature"),
+    "minibatch+kmeans": (PrototypeMILConfig(n_prototypes=3, init="kmeans++", distance="manhattan"),
+                         TrainConfig(epochs=2, lr_prototypes=1e-2, lr_classifier=1e-2, batch_size=4), "feature"),
+    "published code": (compat_config(PrototypeMILConfig(n_prototypes=3)),
+                       compat_train_config(TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=1e-2,
+                                                       batch_size=2), lr_halving_every=2), "instance"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_batched_equals_sequential(case):
+    mconf, tconf, std = CASES[case]
+    # Very different bag sizes (1..60) so several size groups form in each tick.
+    bags, y = make_concept_bags(n_bags=30, n_features=5, seed=3, min_size=1, max_size=60)
+    train_sets = [np.arange(0, 20), np.arange(4, 30), np.arange(9, 26)]  # unequal sizes: idle ticks
+    seeds = [11, 12, 13]
+    fit = train_batched(bags, y, train_sets, seeds, mconf, tconf, standardization=std,
+                        dtype=torch.float64, device="cpu", eval_sets=[np.arange(30)] * 3)
+    for m in range(3):
+        model, history = _sequential(bags, y, train_sets[m], seeds[m], mconf, tconf, std)
+        torch.testing.assert_close(fit.prototypes[m], model.prototypes.detach(), rtol=1e-9, atol=1e-9)
+        torch.testing.assert_close(fit.weight[m], model.weight.detach(), rtol=1e-9, atol=1e-9)
+        for k in ("cross_entropy", "distance_penalty", "total"):
+            assert fit.history[m][-1][k] == pytest.approx(history[-1][k], rel=1e-8)
+        st = BagStandardizer(std).fit([bags[i] for i in train_sets[m]])
+        from minitorch_proto.bags import BagBatch
+
+        proba = model.predict_proba_batch(BagBatch.from_bags(st.transform(bags), dtype=torch.float64)).numpy()
+        np.testing.assert_allclose(fit.evaluations[tconf.epochs][m], proba, rtol=1e-8, atol=1e-10)
+
+
+def test_size_groups_bound_padding_and_cover_everything():
+    sizes = np.array([1, 1044, 3, 17, 40, 200, 12, 911, 2])
+    groups = size_groups(sizes)
+    assert sorted(np.concatenate(groups).tolist()) == list(range(len(sizes)))
+    for g in groups:
+        s = sizes[g]
+        assert s.max() <= max(2 * s.min(), 16)
+    assert sum(len(g) * sizes[g].max() for g in groups) < 2 * sizes.sum()
+
+
+def test_epoch_batches_shuffle_vs_replacement():
+    cfg = TrainConfig()
+    order = np.concatenate(epoch_batches(50, cfg, np.random.default_rng(0)))
+    assert sorted(order.tolist()) == list(range(50))  # a permutation: each bag once
+    rep = np.concatenate(epoch_batches(50, compat_train_config(cfg), np.random.default_rng(0)))
+    assert len(rep) == 50 and len(np.unique(rep)) < 50  # with replacement: repeats, some bags missed
+    batches = epoch_batches(10, TrainConfig(batch_size=4), np.random.default_rng(0))
+    assert [len(b) for b in batches] == [4, 4, 2]
+
+
+def test_lr_halving_schedule():
+    cfg = compat_train_config(TrainConfig())
+    assert [cfg.lr_factor(e) for e in (0, 39, 40, 79, 80)] == [1.0, 1.0, 0.5, 0.5, 0.25]
+    assert TrainConfig().lr_factor(99) == 1.0
+
+
+def test_gradients_accumulate_without_zero_grad():
+    # With accumulate_gradients the optimiser sees the running sum of gradients.
+    bags, y = make_concept_bags(n_bags=4, n_features=2, seed=0)
+    tb = [torch.as_tensor(b) for b in bags]
+    grads = {}
+    for accumulate in (False, True):
+        model = PrototypeMIL(2, 2, PrototypeMILConfig(n_prototypes=2), generator=torch.Generator().manual_seed(0)).double()
+        cfg = TrainConfig(epochs=1, batch_size=1, accumulate_gradients=accumulate, lr_prototypes=1e-12, lr_classifier=1e-12)
+        train_model(model, tb, torch.as_tensor(y), cfg, seed=0)
+        grads[accumulate] = model.prototypes.grad.clone()
+    # Reconstruct: gradient of the last bag alone vs the sum over the epoch's bags.
+    model = PrototypeMIL(2, 2, PrototypeMILConfig(n_prototypes=2), generator=torch.Generator().manual_seed(0)).double()
+    order = np.concatenate(epoch_batches(4, TrainConfig(), np.random.default_rng(0)))
+    from minitorch_proto.bags import BagBatch
+
+    per_bag = []
+    for i in order:
+        model.zero_grad()
+        model.loss_terms(BagBatch.from_bags([bags[i]], dtype=torch.float64), torch.as_tensor(y[[i]]))["total"].backward()
+        per_bag.append(model.prototypes.grad.clone())
+    torch.testing.assert_close(grads[False], per_bag[-1], rtol=1e-6, atol=1e-9)
+    torch.testing.assert_close(grads[True], sum(per_bag), rtol=1e-6, atol=1e-9)
+
+
+def test_training_is_deterministic_and_seed_dependent():
+    bags, y = make_concept_bags(n_bags=20, seed=1)
+    sets = [np.arange(20)] * 2
+    a = train_batched(bags, y, sets, [5, 6], PrototypeMILConfig(n_prototypes=3), TrainConfig(epochs=2), device="cpu")
+    b = train_batched(bags, y, sets, [5, 6], PrototypeMILConfig(n_prototypes=3), TrainConfig(epochs=2), device="cpu")
+    torch.testing.assert_close(a.prototypes, b.prototypes, rtol=0, atol=0)
+    assert not torch.allclose(a.prototypes[0], a.prototypes[1])
+
+
+def test_history_records_every_term_each_epoch():
+    bags, y = make_concept_bags(n_bags=10, seed=2)
+    model = PrototypeMIL(4, 2, PrototypeMILConfig(n_prototypes=3))
+    hist = train_model(model, [torch.as_tensor(b, dtype=torch.float32) for b in bags], torch.as_tensor(y),
+                       TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=1e-2))
+    assert [h["epoch"] for h in hist] == [1, 2, 3]
+    for h in hist:
+        assert {"cross_entropy", "weight_penalty", "prototype_penalty", "distance_penalty", "total", "seconds"} <= set(h)
+        assert h["total"] == pytest.approx(h["cross_entropy"] + h["weight_penalty"] + h["prototype_penalty"]
+                                           + h["distance_penalty"], rel=1e-6)
+
+
+def test_batched_rejects_bad_training_sets():
+    bags, y = make_concept_bags(n_bags=10, seed=2)
+    with pytest.raises(ValueError, match="single class"):
+        train_batched(bags, y, [np.array([0, 2, 4])], [0], device="cpu")
+    with pytest.raises(ValueError, match="empty"):
+        train_batched(bags, y, [np.array([], dtype=int)], [0], device="cpu")
+    with pytest.raises(ValueError, match="seeds"):
+        train_batched(bags, y, [np.arange(10)], [0, 1], device="cpu")
+
+
+def test_train_config_validation():
+    with pytest.raises(ValueError, match="lr_prototypes"):
+        TrainConfig(lr_prototypes=0)
+    with pytest.raises(ValueError, match="sampling"):
+        TrainConfig(sampling="bootstrap")
+    with pytest.raises(ValueError, match="epochs"):
+        TrainConfig(epochs=0)
+
+
+def test_cuda_request_without_cuda_is_a_clear_error():
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    from minitorch_proto.trainer import resolve_device
+
+    with pytest.raises(RuntimeError, match="CUDA is not available"):
+        resolve_device("cuda")
+    assert resolve_device("auto").type == "cpu"
