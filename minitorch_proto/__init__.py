@@ -1,2 +1,48 @@
-"""minitorch_proto: learning maximally predictive prototypes for multiple instance learning."""
+"""minitorch_proto: learning maximally predictive prototypes for multiple instance learning.
+
+Data flow, one way: ``datasets`` -> ``bags`` -> ``model`` -> ``trainer``/``batched``
+-> ``estimator`` -> ``cv`` -> ``report``/``plots``.
+"""
+from .bags import BagBatch
+from .batched import BatchedFit, train_batched
+from .cv import (
+    cross_validate_estimator,
+    cross_validate_prototype,
+    split_file_folds,
+    stratified_folds,
+    summarize,
+)
+from .datasets import BagDataset, from_dataframe, load_bags_csv, load_benchmark, read_split_files
+from .estimator import PrototypeMILClassifier, load_model
+from .model import PrototypeMIL, PrototypeMILConfig, compat_config
+from .preprocessing import BagStandardizer
+from .reference import paper_configs
+from .trainer import TrainConfig, compat_train_config, train_model
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "BagBatch",
+    "BagDataset",
+    "BagStandardizer",
+    "BatchedFit",
+    "PrototypeMIL",
+    "PrototypeMILClassifier",
+    "PrototypeMILConfig",
+    "TrainConfig",
+    "compat_config",
+    "compat_train_config",
+    "cross_validate_estimator",
+    "cross_validate_prototype",
+    "from_dataframe",
+    "load_bags_csv",
+    "load_benchmark",
+    "load_model",
+    "paper_configs",
+    "read_split_files",
+    "split_file_folds",
+    "stratified_folds",
+    "summarize",
+    "train_batched",
+    "train_model",
+]
