@@ -186,22 +186,29 @@ class _Stack:
         return torch.cat(out).double().cpu().numpy()
 
 
-def _adam_update(param, grad, exp_avg, exp_avg_sq, lr, active, step, betas, eps):
-    """Adam as ``torch.optim.Adam`` (single-tensor path), per model, skipping inactive models.
+def _adam_update(param, grad, exp_avg, exp_avg_sq, lr, active, all_active, step, betas, eps):
+    """Adam as ``torch.optim.Adam`` (single-tensor path), per model.
 
-    ``lr`` and ``step`` are per-model tensors of shape (M,).
+    ``lr``, ``active`` and ``step`` have one entry per model. On ticks where every
+    model steps (nearly all of them) the update is done in place in a few passes;
+    otherwise the models sitting out keep their parameters and moments.
     """
     shape = (-1,) + (1,) * (param.dim() - 1)
-    a = active.view(shape)
     beta1, beta2 = betas
+    stepf = step.to(param.dtype).clamp_min(1)
+    step_size = (lr / (1 - beta1**stepf)).view(shape)
+    bc2_sqrt = torch.sqrt(1 - beta2**stepf).view(shape)
+    if all_active:
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom = exp_avg_sq.sqrt().div_(bc2_sqrt).add_(eps)
+        param.addcdiv_(exp_avg * step_size, denom, value=-1.0)
+        return
+    a = active.view(shape)
     exp_avg.copy_(torch.where(a, exp_avg.lerp(grad, 1 - beta1), exp_avg))
     exp_avg_sq.copy_(torch.where(a, exp_avg_sq * beta2 + (1 - beta2) * grad * grad, exp_avg_sq))
-    stepf = step.to(param.dtype).clamp_min(1)
-    bc1 = 1 - beta1**stepf
-    bc2_sqrt = torch.sqrt(1 - beta2**stepf)
-    denom = exp_avg_sq.sqrt() / bc2_sqrt.view(shape) + eps
-    update = (lr / bc1).view(shape) * exp_avg / denom
-    param.sub_(torch.where(a, update, torch.zeros_like(update)))
+    denom = exp_avg_sq.sqrt() / bc2_sqrt + eps
+    param.sub_(torch.where(a, step_size * exp_avg / denom, torch.zeros_like(param)))
 
 
 def _limit_threads(fn):
@@ -386,13 +393,15 @@ def train_batched(
             terms.sum().backward()
 
             step += active.long()
+            all_active = bool(active_np.all())
             with torch.no_grad():
                 for i, p in enumerate(params):
                     g = p.grad
                     if accumulated is not None:
-                        accumulated[i] += torch.where(active.view((-1,) + (1,) * (p.dim() - 1)), g, 0)
+                        # Gradients of models sitting out this tick are exactly 0 (their terms are masked).
+                        accumulated[i] += g
                         g = accumulated[i]
-                    _adam_update(p, g, exp_avg[i], exp_avg_sq[i], lrs[i] * factor, active, step,
+                    _adam_update(p, g, exp_avg[i], exp_avg_sq[i], lrs[i] * factor, active, all_active, step,
                                  train_config.betas, train_config.eps)
                 sums += terms.detach().double()
                 n_steps += active.double()

@@ -1,0 +1,106 @@
+"""Baseline multiple-instance classifiers that the prototype model is compared against.
+
+Every class follows the scikit-learn estimator contract for bags: ``fit(bags, y)``,
+``predict``, ``predict_proba`` (n_bags, 2), ``decision_function``, ``classes_``,
+``get_params``/``set_params``/``clone``, and a ``random_state`` argument. A bag is a 2-D
+array (instances x features); ``bags`` is a list of them. Inputs are validated with
+:func:`minitorch_proto.validation.check_bags` / :func:`~minitorch_proto.validation.check_labels`.
+The estimators do not standardise features: the caller's cross-validation loop does.
+
+Families
+--------
+* :class:`AttentionMIL`, :class:`GatedAttentionMIL` - Ilse, Tomczak & Welling (ICML 2018).
+* :class:`MINet` (embedding-space MI-Net), :class:`miNet` (instance-space mi-Net) -
+  Wang et al. (Pattern Recognition 2018).
+* :class:`MILES` - Chen, Bi & Wang (TPAMI 2006).
+* :class:`MISVM` - mi-SVM, Andrews, Tsochantaridis & Hofmann (NIPS 2002).
+* :class:`BagStatistics` - per-bag mean/min/max + logistic regression.
+
+``BASELINES`` maps a method name to a factory ``(random_state: int) -> estimator`` with
+the default hyper-parameters. ``REPORTED_TABLE2`` holds accuracies *quoted* in the
+prototype paper's Table 2 - reported by others, never measured by this package.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from .attention import AttentionMIL, GatedAttentionMIL
+from .bag_stats import BagStatistics, bag_statistics
+from .miles import MILES, miles_embedding
+from .minet import MINet, miNet
+from .misvm import MISVM
+
+__all__ = [
+    "AttentionMIL",
+    "GatedAttentionMIL",
+    "MINet",
+    "miNet",
+    "MILES",
+    "MISVM",
+    "BagStatistics",
+    "bag_statistics",
+    "miles_embedding",
+    "BASELINES",
+    "REPORTED_TABLE2",
+    "REPORTED_TABLE2_SE",
+    "REPORTED_TABLE2_STATUS",
+]
+
+
+class _Factory:
+    """Picklable ``random_state -> estimator`` factory (a class plus fixed keyword arguments)."""
+
+    def __init__(self, cls: type, **kwargs):
+        self.cls = cls
+        self.kwargs = kwargs
+
+    def __call__(self, random_state: int | None = None):
+        return self.cls(random_state=random_state, **self.kwargs)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
+        return f"{self.cls.__name__}({args})"
+
+
+#: name -> factory(random_state) returning an unfitted estimator with default settings.
+#: "mi_net_*" are the instance-space mi-Net, "MI_net_*" the embedding-space MI-Net.
+BASELINES: dict[str, Callable[[int], object]] = {
+    "attention": _Factory(AttentionMIL, gated=False),
+    "gated_attention": _Factory(GatedAttentionMIL, gated=True),
+    "mi_net_max": _Factory(miNet, pooling="max"),
+    "mi_net_mean": _Factory(miNet, pooling="mean"),
+    "MI_net_max": _Factory(MINet, pooling="max"),
+    "MI_net_mean": _Factory(MINet, pooling="mean"),
+    "miles": _Factory(MILES),
+    "mi_svm": _Factory(MISVM),
+    "bag_stats": _Factory(BagStatistics),
+}
+
+#: Marks every number in REPORTED_TABLE2 as quoted, not reproduced.
+REPORTED_TABLE2_STATUS = (
+    "reported, not measured: accuracies of 5x10-fold CV as quoted in Table 2 of "
+    "Yuksekgonul, Sivrikaya & Baydogan (2019), themselves taken from the original papers"
+)
+
+#: Mean accuracy quoted in the prototype paper's Table 2 (REPORTED, NOT MEASURED here).
+REPORTED_TABLE2: dict[str, dict[str, float]] = {
+    "mi-SVM": {"musk1": 0.874, "musk2": 0.836, "fox": 0.582, "tiger": 0.784, "elephant": 0.822},
+    "MI-Kernel": {"musk1": 0.880, "musk2": 0.893, "fox": 0.603, "tiger": 0.842, "elephant": 0.843},
+    "mi-Graph": {"musk1": 0.889, "musk2": 0.903, "fox": 0.620, "tiger": 0.860, "elephant": 0.869},
+    "miFV": {"musk1": 0.909, "musk2": 0.884, "fox": 0.621, "tiger": 0.813, "elephant": 0.852},
+    "MI-Net": {"musk1": 0.894, "musk2": 0.874, "fox": 0.630, "tiger": 0.845, "elephant": 0.872},
+    "Attention": {"musk1": 0.892, "musk2": 0.858, "fox": 0.615, "tiger": 0.839, "elephant": 0.868},
+    "Gated attention": {"musk1": 0.900, "musk2": 0.863, "fox": 0.603, "tiger": 0.845, "elephant": 0.857},
+}
+
+#: The "+-" spread printed next to each REPORTED_TABLE2 entry (None where the table says N/A).
+#: The paper does not say whether it is a standard deviation or a standard error.
+REPORTED_TABLE2_SE: dict[str, dict[str, float | None]] = {
+    "mi-SVM": {"musk1": None, "musk2": None, "fox": None, "tiger": None, "elephant": None},
+    "MI-Kernel": {"musk1": 0.031, "musk2": 0.015, "fox": 0.028, "tiger": 0.010, "elephant": 0.016},
+    "mi-Graph": {"musk1": 0.033, "musk2": 0.039, "fox": 0.044, "tiger": 0.037, "elephant": 0.035},
+    "miFV": {"musk1": 0.040, "musk2": 0.042, "fox": 0.049, "tiger": 0.037, "elephant": 0.036},
+    "MI-Net": {"musk1": 0.042, "musk2": 0.043, "fox": 0.037, "tiger": 0.039, "elephant": 0.032},
+    "Attention": {"musk1": 0.040, "musk2": 0.048, "fox": 0.043, "tiger": 0.022, "elephant": 0.022},
+    "Gated attention": {"musk1": 0.050, "musk2": 0.042, "fox": 0.029, "tiger": 0.018, "elephant": 0.027},
+}

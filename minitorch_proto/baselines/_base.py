@@ -1,0 +1,151 @@
+"""Shared machinery for the baseline MIL classifiers.
+
+Everything here is private to :mod:`minitorch_proto.baselines`:
+
+* :class:`BaseMILClassifier` - the scikit-learn contract (validation, ``classes_``,
+  ``predict``/``predict_proba`` derived from ``decision_function``).
+* :func:`select_by_inner_cv` - hyper-parameter selection on stratified inner splits of
+  the *training* bags only.
+* :func:`stack_bags` / :func:`segment_max_numpy` - flat (instances x features) view of a
+  list of bags and per-bag reductions on it.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import ParameterGrid, StratifiedKFold
+from sklearn.utils.validation import check_is_fitted
+
+from ..validation import check_bags, check_labels
+
+SOURCE_PAPER = "paper"
+SOURCE_DEFAULT = "default"
+SOURCE_TUNED = "tuned (inner CV)"
+
+
+def stack_bags(bags: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Stack bags into one (n_instances, n_features) array.
+
+    Returns the stacked array and ``offsets`` of length ``n_bags + 1``: bag ``i`` is
+    rows ``offsets[i]:offsets[i + 1]``.
+    """
+    sizes = np.fromiter((b.shape[0] for b in bags), dtype=np.int64, count=len(bags))
+    offsets = np.zeros(len(bags) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return np.vstack(bags), offsets
+
+
+def segment_max_numpy(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Maximum of ``values`` (1-D or 2-D, rows = instances) within each bag."""
+    return np.maximum.reduceat(values, offsets[:-1], axis=0)
+
+
+class BaseMILClassifier(ClassifierMixin, BaseEstimator):
+    """Binary bag classifier: subclasses implement ``fit`` and ``decision_function``.
+
+    ``decision_function`` returns one real score per bag, larger meaning more likely
+    ``classes_[1]``. ``predict_proba`` is ``sigmoid(decision_function)``; ``predict`` is
+    ``classes_[decision_function > 0]``, so it always agrees with
+    ``predict_proba(...)[:, 1] > 0.5``.
+    """
+
+    #: Where the default hyper-parameters come from (overridden per class).
+    hyperparameter_source: str = SOURCE_DEFAULT
+
+    # -- validation -------------------------------------------------------------------
+    def _validate_fit_data(self, bags, y) -> tuple[list[np.ndarray], np.ndarray]:
+        bags = check_bags(bags)
+        y_enc, classes = check_labels(y, len(bags))
+        if len(classes) != 2:
+            raise ValueError(
+                f"{type(self).__name__} supports binary problems only; y has "
+                f"{len(classes)} classes {classes.tolist()}."
+            )
+        self.classes_ = classes
+        self.n_features_in_ = int(bags[0].shape[1])
+        return bags, y_enc
+
+    def _validate_predict_data(self, bags) -> list[np.ndarray]:
+        check_is_fitted(self, "classes_")
+        return check_bags(bags, n_features=self.n_features_in_)
+
+    # -- derived predictions ---------------------------------------------------------
+    def decision_function(self, bags) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def predict_proba(self, bags) -> np.ndarray:
+        """Class probabilities, shape (n_bags, 2), columns ordered as ``classes_``."""
+        p1 = expit(np.asarray(self.decision_function(bags), dtype=np.float64))
+        return np.column_stack([1.0 - p1, p1])
+
+    def predict(self, bags) -> np.ndarray:
+        """Predicted label of each bag (values from ``classes_``)."""
+        scores = np.asarray(self.decision_function(bags))
+        return self.classes_[(scores > 0).astype(np.int64)]
+
+
+def _inner_score(estimator, bags_val, y_val) -> tuple[float, float]:
+    scores = estimator.decision_function(bags_val)
+    acc = float(np.mean((scores > 0).astype(np.int64) == y_val))
+    try:
+        auc = float(roc_auc_score(y_val, scores)) if len(np.unique(y_val)) == 2 else 0.5
+    except ValueError:
+        auc = 0.5
+    return acc, auc
+
+
+def select_by_inner_cv(
+    estimator: BaseMILClassifier,
+    bags: list[np.ndarray],
+    y_enc: np.ndarray,
+    param_grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Sequence[Any]]],
+    n_splits: int,
+    random_state: int | None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Pick hyper-parameters by stratified K-fold over the given (training) bags.
+
+    Every candidate is ``clone(estimator).set_params(tune=False, **params)``, fitted on
+    the inner-training bags and scored on the inner-validation bags, which are all drawn
+    from ``bags`` - the estimator never sees anything else. The score is mean inner
+    accuracy; ties are broken by mean inner AUC, then by grid order. Convergence warnings
+    of the candidate fits are silenced.
+
+    Returns the best parameter dict and one record per candidate.
+    """
+    counts = np.bincount(y_enc, minlength=2)
+    k = int(min(n_splits, counts.min()))
+    grid = list(ParameterGrid(param_grid))
+    if k < 2 or len(grid) == 0:
+        warnings.warn(
+            f"Cannot tune {type(estimator).__name__}: the smaller class has {counts.min()} "
+            "bag(s), fewer than 2 needed for inner cross-validation; using the given "
+            "hyper-parameters.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return {}, []
+    splitter = StratifiedKFold(n_splits=k, shuffle=True, random_state=random_state)
+    splits = list(splitter.split(np.zeros(len(bags)), y_enc))
+    results: list[dict[str, Any]] = []
+    for params in grid:
+        accs, aucs = [], []
+        for train_idx, val_idx in splits:
+            est = clone(estimator).set_params(tune=False, **params)
+            with warnings.catch_warnings():
+                # extreme grid corners may not converge; that only lowers their inner score
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                est.fit([bags[i] for i in train_idx], y_enc[train_idx])
+            acc, auc = _inner_score(est, [bags[i] for i in val_idx], y_enc[val_idx])
+            accs.append(acc)
+            aucs.append(auc)
+        results.append(
+            {"params": dict(params), "mean_accuracy": float(np.mean(accs)), "mean_auc": float(np.mean(aucs))}
+        )
+    best = max(range(len(results)), key=lambda i: (results[i]["mean_accuracy"], results[i]["mean_auc"], -i))
+    return dict(results[best]["params"]), results
