@@ -186,12 +186,14 @@ class _Stack:
         return torch.cat(out).double().cpu().numpy()
 
 
-def _adam_update(param, grad, exp_avg, exp_avg_sq, lr, active, all_active, step, betas, eps):
+def _adam_update(param, grad, exp_avg, exp_avg_sq, lr, active, all_active, step, betas, eps, buffers):
     """Adam as ``torch.optim.Adam`` (single-tensor path), per model.
 
     ``lr``, ``active`` and ``step`` have one entry per model. On ticks where every
     model steps (nearly all of them) the update is done in place in a few passes;
     otherwise the models sitting out keep their parameters and moments.
+    ``buffers`` are two scratch tensors shaped like ``param``: fresh multi-megabyte
+    temporaries on every tick cost more than the arithmetic.
     """
     shape = (-1,) + (1,) * (param.dim() - 1)
     beta1, beta2 = betas
@@ -201,8 +203,11 @@ def _adam_update(param, grad, exp_avg, exp_avg_sq, lr, active, all_active, step,
     if all_active:
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        denom = exp_avg_sq.sqrt().div_(bc2_sqrt).add_(eps)
-        param.addcdiv_(exp_avg * step_size, denom, value=-1.0)
+        denom, scaled = buffers
+        torch.sqrt(exp_avg_sq, out=denom)
+        denom.div_(bc2_sqrt).add_(eps)
+        torch.mul(exp_avg, step_size, out=scaled)
+        param.addcdiv_(scaled, denom, value=-1.0)
         return
     a = active.view(shape)
     exp_avg.copy_(torch.where(a, exp_avg.lerp(grad, 1 - beta1), exp_avg))
@@ -345,6 +350,7 @@ def train_batched(
     lrs = [lr_p, lr_w] + ([lr_w] if b is not None else [])
     exp_avg = [torch.zeros_like(p) for p in params]
     exp_avg_sq = [torch.zeros_like(p) for p in params]
+    scratch = [(torch.empty_like(p), torch.empty_like(p)) for p in params]
     accumulated = [torch.zeros_like(p) for p in params] if train_config.accumulate_gradients else None
     step = torch.zeros(M, dtype=torch.long, device=dev)
     rngs = [np.random.default_rng(int(s)) for s in seeds]
@@ -402,7 +408,7 @@ def train_batched(
                         accumulated[i] += g
                         g = accumulated[i]
                     _adam_update(p, g, exp_avg[i], exp_avg_sq[i], lrs[i] * factor, active, all_active, step,
-                                 train_config.betas, train_config.eps)
+                                 train_config.betas, train_config.eps, scratch[i])
                 sums += terms.detach().double()
                 n_steps += active.double()
         means_ep = (sums / n_steps.clamp_min(1)).cpu().numpy()

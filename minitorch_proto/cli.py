@@ -102,42 +102,43 @@ def _estimator_from(args, dataset_name: str):
 
 # ------------------------------------------------------------------ commands
 def cmd_reproduce(args) -> int:
-    from .cv import cross_validate_estimator, cross_validate_prototype, stratified_folds
+    from .cv import CVTask, cross_validate_estimator, cross_validate_many, stratified_folds, summarize
     from .datasets import load_benchmark
     from .report import average_ranks, format_table, table2, write_atomic
 
     methods = _parse_methods(args.methods)
     out = Path(args.out)
+    data = {name: load_benchmark(name, data_dir=args.data_dir, download=not args.no_download)
+            for name in args.datasets}
+    folds = {name: stratified_folds(d.y, args.repeats, args.folds, random_state=args.seed) for name, d in data.items()}
     frames, timings = [], []
-    for name in args.datasets:
-        data = load_benchmark(name, data_dir=args.data_dir, download=not args.no_download)
-        folds = stratified_folds(data.y, args.repeats, args.folds, random_state=args.seed)
-        for method in methods:
-            t0 = time.perf_counter()
-            if method in (PROTOTYPE, PROTOTYPE_COMPAT):
-                compat = "official" if method == PROTOTYPE_COMPAT else "none"
-                mconf, tconf, std = _configs(args, data.name, compat)
-                evaluations = ("final", "test_selected") if compat == "official" else ("final",)
-                res = cross_validate_prototype(
-                    data.bags, data.y, folds, mconf, tconf, dataset=data.name, method=method,
-                    standardization=std, evaluations=evaluations, device=args.device, progress=not args.quiet,
-                )
-            else:
-                from .baselines import BASELINES
+    for method in methods:
+        t0 = time.perf_counter()
+        if method in (PROTOTYPE, PROTOTYPE_COMPAT):
+            # Every data set's folds in one call: compatible ones train as one batched program.
+            compat = "official" if method == PROTOTYPE_COMPAT else "none"
+            tasks = []
+            for name, d in data.items():
+                mconf, tconf, std = _configs(args, d.name, compat)
+                tasks.append(CVTask(d.name, d.bags, d.y, folds[name], mconf, tconf, std, method))
+            evaluations = ("final", "test_selected") if compat == "official" else ("final",)
+            res = cross_validate_many(tasks, evaluations=evaluations, device=args.device, progress=not args.quiet)
+        else:
+            from .baselines import BASELINES
 
-                res = cross_validate_estimator(
-                    data.bags, data.y, folds, BASELINES[method], dataset=data.name, method=method,
-                    progress=not args.quiet,
-                )
-            wall = time.perf_counter() - t0
-            timings.append({"dataset": data.name, "method": method, "wall_seconds": wall})
-            print(f"[{data.name}] {method}: {res[res.evaluation == 'final'].accuracy.mean():.3f} accuracy, "
-                  f"{wall:.1f} s", file=sys.stderr)
-            frames.append(res)
+            res = pd.concat([
+                cross_validate_estimator(d.bags, d.y, folds[name], BASELINES[method], dataset=d.name,
+                                         method=method, progress=not args.quiet)
+                for name, d in data.items()
+            ], ignore_index=True)
+        wall = time.perf_counter() - t0
+        timings.append({"method": method, "datasets": " ".join(data), "wall_seconds": wall})
+        final = res[res.evaluation == "final"]
+        print(f"{method}: " + ", ".join(f"{n} {final[final.dataset == n].accuracy.mean():.3f}" for n in data)
+              + f" (accuracy; {wall:.1f} s)", file=sys.stderr)
+        frames.append(res)
     results = pd.concat(frames, ignore_index=True)
     write_atomic(out / "results.csv", results.to_csv(index=False))
-    from .cv import summarize
-
     write_atomic(out / "summary.csv", summarize(results).to_csv(index=False))
     write_atomic(out / "timings.csv", pd.DataFrame(timings).to_csv(index=False))
     text = []

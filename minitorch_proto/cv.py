@@ -10,7 +10,7 @@ optimism can be measured, never as the default.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -28,6 +28,8 @@ __all__ = [
     "stratified_folds",
     "split_file_folds",
     "cross_validate_prototype",
+    "cross_validate_many",
+    "CVTask",
     "cross_validate_estimator",
     "summarize",
     "RESULT_COLUMNS",
@@ -109,6 +111,105 @@ def _scores(y_true: np.ndarray, proba: np.ndarray) -> tuple[float, float]:
     return acc, float(roc_auc_score(y_true, proba, multi_class="ovr", labels=np.arange(proba.shape[1])))
 
 
+@dataclass
+class CVTask:
+    """One data set to cross-validate with one setting of the prototype model."""
+
+    dataset: str
+    bags: Sequence[np.ndarray]
+    y: np.ndarray
+    folds: Sequence[Fold]
+    model_config: PrototypeMILConfig = field(default_factory=PrototypeMILConfig)
+    train_config: TrainConfig = field(default_factory=TrainConfig)
+    standardization: str = "feature"
+    method: str = "prototype"
+
+    def group_key(self) -> tuple:
+        # Learning rates may differ inside one batched program; nothing else may.
+        return (
+            int(np.asarray(self.bags[0]).shape[1]),
+            self.model_config,
+            replace(self.train_config, lr_prototypes=1.0, lr_classifier=1.0),
+            self.standardization,
+        )
+
+
+def cross_validate_many(
+    tasks: Sequence[CVTask],
+    *,
+    evaluations: Iterable[str] = ("final",),
+    selection_every: int = 5,
+    models_per_batch: int | None = None,
+    device="auto",
+    dtype=None,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Cross-validate several (data set, setting) tasks, training compatible ones together.
+
+    Tasks whose bags have the same number of features and whose settings differ
+    at most in the learning rates (the paper's Table 1 varies only those) become
+    one batched program: e.g. the 150 models of Fox, Tiger and Elephant. Every
+    model still sees only its own fold's training bags, standardised with its own
+    statistics. See :func:`cross_validate_prototype` for the result columns.
+    """
+    from .batched import train_batched
+
+    evaluations = tuple(evaluations)
+    unknown = set(evaluations) - set(EVALUATIONS)
+    if unknown:
+        raise ValueError(f"Unknown evaluation(s) {sorted(unknown)}; choose from {sorted(EVALUATIONS)}.")
+    groups: dict[tuple, list[CVTask]] = {}
+    for task in tasks:
+        groups.setdefault(task.group_key(), []).append(task)
+    rows = []
+    for group in groups.values():
+        # One pool holding every task's bags; each model indexes into it.
+        offsets = np.cumsum([0] + [len(t.bags) for t in group])
+        pool = [b for t in group for b in t.bags]
+        y_pool = np.concatenate([np.asarray(t.y, dtype=np.int64) for t in group])
+        models = [(t, k, f) for k, t in enumerate(group) for f in t.folds]
+        size = models_per_batch or len(models)
+        chunks = [models[i : i + size] for i in range(0, len(models), size)]
+        names = "+".join(t.dataset for t in group)
+        for chunk in _progress(chunks, progress and len(chunks) > 1, f"{names} batches"):
+            t0 = group[0]
+            fit = train_batched(
+                pool,
+                y_pool,
+                [f.train + offsets[k] for _, k, f in chunk],
+                [f.seed for _, _, f in chunk],
+                t0.model_config,
+                t0.train_config,
+                n_classes=int(y_pool.max()) + 1,
+                standardization=t0.standardization,
+                lr_prototypes=[t.train_config.lr_prototypes for t, _, _ in chunk],
+                lr_classifier=[t.train_config.lr_classifier for t, _, _ in chunk],
+                eval_sets=[f.test + offsets[k] for _, k, f in chunk],
+                eval_every=selection_every if "test_selected" in evaluations else None,
+                device=device,
+                progress=progress,
+                **({"dtype": dtype} if dtype is not None else {}),
+            )
+            per_model = fit.seconds / len(chunk)
+            last = int(t0.train_config.epochs)
+            for m, (task, _, fold) in enumerate(chunk):
+                y_test = np.asarray(task.y)[fold.test]
+                base = dict(dataset=task.dataset, method=task.method, repeat=fold.repeat, fold=fold.fold,
+                            seed=fold.seed, n_train=len(fold.train), n_test=len(fold.test), fit_seconds=per_model)
+                if "final" in evaluations:
+                    acc, auc = _scores(y_test, fit.evaluations[last][m])
+                    rows.append(dict(base, evaluation="final", epoch=last, accuracy=acc, auc=auc))
+                if "test_selected" in evaluations:
+                    best = None
+                    for epoch in sorted(fit.evaluations):
+                        acc, auc = _scores(y_test, fit.evaluations[epoch][m])
+                        key = -1.0 if np.isnan(auc) else auc
+                        if best is None or key > best[0]:
+                            best = (key, epoch, acc, auc)
+                    rows.append(dict(base, evaluation="test_selected", epoch=best[1], accuracy=best[2], auc=best[3]))
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
 def cross_validate_prototype(
     bags: Sequence[np.ndarray],
     y: np.ndarray,
@@ -121,7 +222,7 @@ def cross_validate_prototype(
     standardization: str = "feature",
     evaluations: Iterable[str] = ("final",),
     selection_every: int = 5,
-    models_per_batch: int = 50,
+    models_per_batch: int | None = None,
     device="auto",
     progress: bool = False,
 ) -> pd.DataFrame:
@@ -135,57 +236,18 @@ def cross_validate_prototype(
     evaluations : subset of ``EVALUATIONS``
         ``"final"`` (honest) and/or ``"test_selected"`` (published code's selection,
         labelled as such in the ``evaluation`` column).
-    models_per_batch : int
-        How many folds train together (memory grows with it).
+    models_per_batch : int, optional
+        How many folds train together (default: all; memory grows with it).
 
     Returns
     -------
     DataFrame with :data:`RESULT_COLUMNS`, one row per fold and evaluation.
     ``fit_seconds`` is the batch's wall time divided by its number of models.
     """
-    from .batched import train_batched
-
-    evaluations = tuple(evaluations)
-    unknown = set(evaluations) - set(EVALUATIONS)
-    if unknown:
-        raise ValueError(f"Unknown evaluation(s) {sorted(unknown)}; choose from {sorted(EVALUATIONS)}.")
-    model_config = model_config or PrototypeMILConfig()
-    train_config = train_config or TrainConfig()
-    y = np.asarray(y, dtype=np.int64)
-    rows = []
-    chunks = [folds[i : i + models_per_batch] for i in range(0, len(folds), models_per_batch)]
-    for chunk in _progress(chunks, progress and len(chunks) > 1, f"{dataset} fold batches"):
-        fit = train_batched(
-            bags,
-            y,
-            [f.train for f in chunk],
-            [f.seed for f in chunk],
-            model_config,
-            train_config,
-            standardization=standardization,
-            eval_sets=[f.test for f in chunk],
-            eval_every=selection_every if "test_selected" in evaluations else None,
-            device=device,
-            progress=progress,
-        )
-        per_model = fit.seconds / len(chunk)
-        last = int(train_config.epochs)
-        for m, fold in enumerate(chunk):
-            y_test = y[fold.test]
-            base = dict(dataset=dataset, method=method, repeat=fold.repeat, fold=fold.fold, seed=fold.seed,
-                        n_train=len(fold.train), n_test=len(fold.test), fit_seconds=per_model)
-            if "final" in evaluations:
-                acc, auc = _scores(y_test, fit.evaluations[last][m])
-                rows.append(dict(base, evaluation="final", epoch=last, accuracy=acc, auc=auc))
-            if "test_selected" in evaluations:
-                best = None
-                for epoch in sorted(fit.evaluations):
-                    acc, auc = _scores(y_test, fit.evaluations[epoch][m])
-                    key = -1.0 if np.isnan(auc) else auc
-                    if best is None or key > best[0]:
-                        best = (key, epoch, acc, auc)
-                rows.append(dict(base, evaluation="test_selected", epoch=best[1], accuracy=best[2], auc=best[3]))
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    task = CVTask(dataset, bags, y, folds, model_config or PrototypeMILConfig(), train_config or TrainConfig(),
+                  standardization, method)
+    return cross_validate_many([task], evaluations=evaluations, selection_every=selection_every,
+                               models_per_batch=models_per_batch, device=device, progress=progress)
 
 
 def cross_validate_estimator(

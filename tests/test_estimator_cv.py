@@ -226,3 +226,23 @@ def test_summary_spreads_by_hand():
     assert s.accuracy_std_folds == pytest.approx(np.std([0.5, 0.7, 0.9, 1.0], ddof=1))
     assert s.accuracy_se_repeats == pytest.approx(np.std([0.6, 0.95], ddof=1) / np.sqrt(2))
     assert s.n_folds == 4 and s.n_repeats == 2
+
+
+def test_training_data_sets_together_equals_training_them_apart():
+    import torch
+
+    from minitorch_proto.cv import CVTask, cross_validate_many
+
+    a_bags, a_y = make_concept_bags(n_bags=20, seed=0)
+    b_bags, b_y = make_concept_bags(n_bags=24, seed=1, shift=2.0)
+    mconf = PrototypeMILConfig(n_prototypes=4)
+    tasks = [
+        CVTask("a", a_bags, a_y, stratified_folds(a_y, 1, 4), mconf, TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=2e-2)),
+        CVTask("b", b_bags, b_y, stratified_folds(b_y, 1, 3), mconf, TrainConfig(epochs=3, lr_prototypes=5e-3, lr_classifier=1e-2)),
+    ]
+    together = cross_validate_many(tasks, device="cpu", dtype=torch.float64)
+    apart = pd.concat([cross_validate_many([t], device="cpu", dtype=torch.float64) for t in tasks], ignore_index=True)
+    cols = ["dataset", "repeat", "fold", "n_train", "accuracy", "auc"]
+    pd.testing.assert_frame_equal(together[cols].reset_index(drop=True), apart[cols].reset_index(drop=True),
+                                  check_exact=False, rtol=1e-9)
+    assert list(together.dataset.unique()) == ["a", "b"]
