@@ -12,9 +12,10 @@ its own Adam state and learning rates, its own feature standardisation.
 Models that have fewer training bags than others sit out the last ticks of an
 epoch (their parameters and Adam state do not move).
 
-Bags of very different sizes (Musk2: 1 to 1,044 instances) are not padded to the
-largest: the tick's bags are sorted by size and cut into groups whose sizes
-differ by at most a factor of two, and each group is one batched matrix product.
+Bags of very different sizes (Musk2: 1 to 1,044 instances) are not all padded to
+the largest: the tick's bags are sorted by size and cut into at most three groups
+(cut where padding would cost more than another batched product), and each group
+is one batched matrix product.
 """
 from __future__ import annotations
 
@@ -43,23 +44,33 @@ from .trainer import TrainConfig, _progress, epoch_batches, resolve_device
 __all__ = ["BagPool", "BatchedFit", "train_batched", "size_groups"]
 
 
-def size_groups(sizes: np.ndarray, ratio: float = 2.0, floor: int = 16) -> list[np.ndarray]:
-    """Split positions into groups of similar size (sorted ascending).
+def size_groups(sizes: np.ndarray, group_cost: float = 400.0, max_groups: int = 3) -> list[np.ndarray]:
+    """Split positions into at most ``max_groups`` groups of similar size (sorted ascending).
 
-    Within a group the largest size is at most ``max(ratio * smallest, floor)``,
-    so padding a group to its largest member wastes less than ``ratio`` times the
-    real work (small bags are cheap, so everything up to ``floor`` goes together).
+    Each group is padded to its largest bag, so a split trades padded rows against
+    the fixed cost of one more batched product (forward and backward), which is
+    worth about ``group_cost`` padded rows on a CPU. The cut points minimise
+    ``padded rows + group_cost * number of groups`` exactly (all cuts are tried).
     """
     order = np.argsort(sizes, kind="stable")
-    s = sizes[order]
-    groups, start = [], 0
-    while start < len(s):
-        limit = max(ratio * s[start], floor)
-        stop = int(np.searchsorted(s, limit, side="right"))
-        stop = max(stop, start + 1)
-        groups.append(order[start:stop])
-        start = stop
-    return groups
+    s = sizes[order].astype(np.float64)
+    n = len(s)
+    best_cost, best_cuts = n * s[-1] + group_cost, ()
+    if n > 1 and max_groups >= 2:
+        c = np.arange(1, n)  # first group [0, c), second [c, n)
+        two = c * s[c - 1] + (n - c) * s[-1] + 2 * group_cost
+        k = int(np.argmin(two))
+        if two[k] < best_cost:
+            best_cost, best_cuts = two[k], (int(c[k]),)
+    if n > 2 and max_groups >= 3:
+        c1, c2 = np.meshgrid(np.arange(1, n), np.arange(1, n), indexing="ij")
+        valid = c1 < c2
+        three = c1 * s[c1 - 1] + (c2 - c1) * s[c2 - 1] + (n - c2) * s[-1] + 3 * group_cost
+        three = np.where(valid, three, np.inf)
+        k = np.unravel_index(int(np.argmin(three)), three.shape)
+        if three[k] < best_cost:
+            best_cuts = (int(c1[k]), int(c2[k]))
+    return np.split(order, best_cuts)
 
 
 class BagPool:
@@ -96,6 +107,33 @@ def _masked_pool(dist: torch.Tensor, mask: torch.Tensor, sizes: torch.Tensor, ho
     if how == "max":
         return dist.masked_fill(~m, float("-inf")).amax(1)
     return (dist * m).sum(1) / sizes.unsqueeze(-1).to(dist.dtype)
+
+
+class _MinEuclidean(torch.autograd.Function):
+    """Min over a bag's instances of the Euclidean distance to each prototype.
+
+    The paper's default (min pooling, Euclidean distance) has a sparse gradient:
+    each (bag, prototype) pair depends on one instance, its nearest. Doing the
+    backward pass by hand with that instance alone skips a batched matrix product
+    and a dozen elementwise operations per group and tick. Ties between identical
+    instances give the same gradient as autograd's even split.
+    """
+
+    @staticmethod
+    def forward(ctx, X, P, mask):  # X (G, K, L) no grad, P (G, D, L), mask (G, K)
+        sq = (X * X).sum(-1).unsqueeze(-1) + (P * P).sum(-1).unsqueeze(-2) - 2.0 * (X @ P.transpose(-1, -2))
+        sq = sq.clamp_min_(0.0).masked_fill_(~mask.unsqueeze(-1), float("inf"))
+        best, arg = sq.min(dim=1)  # (G, D)
+        dist = best.sqrt()
+        ctx.save_for_backward(X, P, arg, dist)
+        return dist
+
+    @staticmethod
+    def backward(ctx, grad):
+        X, P, arg, dist = ctx.saved_tensors
+        nearest = torch.gather(X, 1, arg.unsqueeze(-1).expand(-1, -1, X.shape[-1]))  # (G, D, L)
+        scale = torch.where(dist > 0, grad / torch.where(dist > 0, dist, torch.ones_like(dist)), torch.zeros_like(dist))
+        return None, (P - nearest) * scale.unsqueeze(-1), None
 
 
 @dataclass
@@ -147,6 +185,8 @@ class _Stack:
         self.P, self.W, self.b = P, W, b
         self.config, self.pool, self.dtype = config, pool, dtype
         self.means, self.scales = means, scales  # (M, L) float64, standardisation per model
+        c = config
+        self._min_euclidean = c.pooling == ("min",) and c.distance == "euclidean" and c.distance_penalty == "min"
 
     def pooled(self, slot_model: np.ndarray, slot_bag: np.ndarray):
         """Pooled features (S, F) and penalised distances (S, D') of each slot."""
@@ -156,10 +196,14 @@ class _Stack:
             X, mask, gsizes = self.pool.padded(slot_bag[g])
             mt = torch.as_tensor(slot_model[g], device=self.pool.device)
             X = ((X - self.means[mt].unsqueeze(1)) / self.scales[mt].unsqueeze(1)).to(self.dtype)
-            dist = pairwise_distance(X, self.P[mt], self.config.distance)
-            phi, pen = pooled_from_distances(
-                dist, lambda d, how: _masked_pool(d, mask, gsizes, how), self.config
-            )
+            if self._min_euclidean:
+                phi = _MinEuclidean.apply(X, self.P[mt], mask)
+                pen = phi
+            else:
+                dist = pairwise_distance(X, self.P[mt], self.config.distance)
+                phi, pen = pooled_from_distances(
+                    dist, lambda d, how: _masked_pool(d, mask, gsizes, how), self.config
+                )
             phis.append(phi)
             pens.append(pen)
             order.append(g)

@@ -339,6 +339,39 @@ class PrototypeMIL(nn.Module):
             dist, lambda d, how: segment_pool(d, batch.bag_index, batch.n_bags, how), self.config
         )
 
+    @torch.no_grad()
+    def pooled_chunked(
+        self, instances, bag_index, n_bags: int, chunk_size: int = 65_536
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`pooled` in bounded memory, for inference on very large collections.
+
+        Instances are processed ``chunk_size`` rows at a time, so memory is
+        O(chunk_size x (L + D) + n_bags x D) whatever the number of instances;
+        ``instances`` may be a NumPy memmap. Bags may span chunk boundaries.
+        Returns the same (features, penalised distances) as :meth:`pooled`.
+        """
+        D = self.config.n_prototypes
+        dtype, device = self.prototypes.dtype, self.prototypes.device
+        n = len(instances)
+        bag_index = torch.as_tensor(np.asarray(bag_index), dtype=torch.long)
+        lo = torch.full((n_bags, D), float("inf"), dtype=dtype, device=device)
+        hi = torch.full((n_bags, D), float("-inf"), dtype=dtype, device=device)
+        total = torch.zeros((n_bags, D), dtype=dtype, device=device)
+        count = torch.zeros((n_bags, 1), dtype=dtype, device=device)
+        for start in range(0, n, chunk_size):
+            X = torch.as_tensor(np.asarray(instances[start : start + chunk_size]), dtype=dtype, device=device)
+            idx = bag_index[start : start + chunk_size].to(device)
+            d = self.distances(X)
+            rows = idx.unsqueeze(1).expand_as(d)
+            lo.scatter_reduce_(0, rows, d, reduce="amin", include_self=True)
+            hi.scatter_reduce_(0, rows, d, reduce="amax", include_self=True)
+            total.index_add_(0, idx, d)
+            count.index_add_(0, idx, torch.ones((len(idx), 1), dtype=dtype, device=device))
+        if (count == 0).any():
+            raise ValueError(f"Bag {int(torch.nonzero(count[:, 0] == 0)[0])} has no instances.")
+        pooled = {"min": lo, "max": hi, "mean": total / count}
+        return pooled_from_distances(None, lambda _d, how: pooled[how], self.config)
+
     def features(self, batch: BagBatch) -> torch.Tensor:
         """Normalised features fed to the classifier, (n_bags, F)."""
         return normalize_features(self.pooled(batch)[0], self.config)

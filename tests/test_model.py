@@ -271,3 +271,20 @@ class TestCompatibilityModel:
         # The published code kept prototypes outside the state_dict (lost on save);
         # this implementation deliberately does not reproduce that.
         assert "prototypes" in PrototypeMIL(3, 2).state_dict()
+
+
+def test_chunked_pooling_equals_unchunked_across_chunk_boundaries():
+    cfg = PrototypeMILConfig(n_prototypes=3, pooling=("min", "mean", "max"))
+    model = _tiny_model(cfg, n_features=4)
+    rng = np.random.default_rng(0)
+    bags = [rng.normal(size=(k, 4)) for k in (1, 7, 3, 12, 2)]
+    batch = BagBatch.from_bags(bags, dtype=torch.float64)
+    with torch.no_grad():
+        want_phi, want_pen = model.pooled(batch)
+    flat = np.concatenate(bags)
+    for chunk in (1, 4, 5, 1000):  # 5 and 4 split bags across chunks
+        phi, pen = model.pooled_chunked(flat, batch.bag_index.numpy(), 5, chunk_size=chunk)
+        torch.testing.assert_close(phi, want_phi)
+        torch.testing.assert_close(pen, want_pen)
+    with pytest.raises(ValueError, match="no instances"):
+        model.pooled_chunked(flat, batch.bag_index.numpy(), 6, chunk_size=4)

@@ -24,6 +24,8 @@ def _sequential(bags, y, train, seed, mconf, tconf, std):
 
 
 CASES = {
+    "paper default (sparse min backward)": (PrototypeMILConfig(n_prototypes=3),
+                                            TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=2e-2), "feature"),
     "paper": (PrototypeMILConfig(n_prototypes=3, pooling=("min", "mean")),
               TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=2e-2), "feature"),
     "minibatch+kmeans": (PrototypeMILConfig(n_prototypes=3, init="kmeans++", distance="manhattan"),
@@ -56,14 +58,23 @@ def test_batched_equals_sequential(case):
         np.testing.assert_allclose(fit.evaluations[tconf.epochs][m], proba, rtol=1e-8, atol=1e-10)
 
 
-def test_size_groups_bound_padding_and_cover_everything():
-    sizes = np.array([1, 1044, 3, 17, 40, 200, 12, 911, 2])
-    groups = size_groups(sizes)
-    assert sorted(np.concatenate(groups).tolist()) == list(range(len(sizes)))
-    for g in groups:
-        s = sizes[g]
-        assert s.max() <= max(2 * s.min(), 16)
-    assert sum(len(g) * sizes[g].max() for g in groups) < 2 * sizes.sum()
+def test_size_groups_cover_everything_and_minimise_cost():
+    import itertools
+
+    rng = np.random.default_rng(0)
+    for sizes in (np.array([1, 1044, 3, 17, 40, 200, 12, 911, 2]), rng.integers(1, 1000, 12), np.full(7, 5)):
+        groups = size_groups(sizes, group_cost=400)
+        assert sorted(np.concatenate(groups).tolist()) == list(range(len(sizes)))
+        assert len(groups) <= 3
+        cost = lambda gs: sum(len(g) * sizes[g].max() + 400 for g in gs)  # noqa: E731
+        # brute force over every split of the sorted order into at most 3 runs
+        order = np.argsort(sizes, kind="stable")
+        best = min(cost(np.split(order, list(cut))) for k in range(3)
+                   for cut in itertools.combinations(range(1, len(sizes)), k))
+        assert cost(groups) == best
+    assert len(size_groups(np.full(7, 5))) == 1  # equal sizes: nothing to gain from a split
+    big = size_groups(np.array([1] * 40 + [1000] * 10))
+    assert len(big) == 2  # the many small bags are not padded to 1,000
 
 
 def test_epoch_batches_shuffle_vs_replacement():

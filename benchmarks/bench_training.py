@@ -1,0 +1,201 @@
+"""Batched trainer vs the per-bag loop, the full reproduction's wall time, scaling, and big-bag inference.
+
+Run:  .venv/bin/python benchmarks/bench_training.py [--epochs-compare 10] [--runs 3] [--quick]
+
+Prints a table per measurement and, as its LAST line, a JSON object with at least
+ratio_musk1, ratio_musk2, full_reproduction_s, peak_rss_mb. The scaling plot goes to
+benchmarks/out/scaling.png. Set MINITORCH_PROTO_DATA to the benchmark folder (the
+Makefile does when ../shared/data/mil exists).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from per_bag_loop import accuracy, train_per_bag  # noqa: E402
+
+from minitorch_proto import PrototypeMIL, PrototypeMILConfig, load_benchmark, paper_configs, stratified_folds  # noqa: E402
+from minitorch_proto.cv import CVTask, cross_validate_many  # noqa: E402
+
+OUT = Path(__file__).resolve().parent / "out"
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def compare(name: str, epochs: int, runs: int, n_folds_loop: int | None) -> dict:
+    """Same folds, same epochs: per-bag loop (one model after another) vs batched (all together)."""
+    data = load_benchmark(name)
+    folds = stratified_folds(data.y, 5, 10, random_state=0)
+    mconf, tconf = paper_configs(name, epochs=epochs)
+    loop_folds = folds[:n_folds_loop] if n_folds_loop else folds
+    torch.set_num_threads(1)  # the faster setting for the loop too, on two cores
+    loop_times, loop_acc = [], []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        accs = []
+        for f in loop_folds:
+            model = train_per_bag(data.bags, data.y, f.train, f.seed, epochs, tconf.lr_prototypes, tconf.lr_classifier)
+            accs.append(accuracy(model, data.bags, data.y, f.test))
+        loop_times.append((time.perf_counter() - t0) * len(folds) / len(loop_folds))
+        loop_acc.append(float(np.mean(accs)))
+    batch_times, batch_acc = [], []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        res = cross_validate_many([CVTask(name, data.bags, data.y, folds, mconf, tconf)], device="cpu")
+        batch_times.append(time.perf_counter() - t0)
+        batch_acc.append(float(res.accuracy.mean()))
+    loop_s, batch_s = float(np.median(loop_times)), float(np.median(batch_times))
+    row = dict(dataset=name, epochs=epochs, models=len(folds), loop_s=loop_s, batched_s=batch_s,
+               ratio=loop_s / batch_s, loop_accuracy=float(np.mean(loop_acc)), batched_accuracy=float(np.mean(batch_acc)),
+               loop_folds_timed=len(loop_folds), runs=runs)
+    print(f"{name}: per-bag loop {loop_s:.1f} s, batched {batch_s:.2f} s, ratio {row['ratio']:.1f}x "
+          f"({len(folds)} models x {epochs} epochs; loop timed on {len(loop_folds)} folds and scaled; "
+          f"median of {runs}); accuracy loop {row['loop_accuracy']:.3f} / batched {row['batched_accuracy']:.3f}",
+          flush=True)
+    return row
+
+
+def full_reproduction(runs: int, epochs: int = 100) -> float:
+    """Five data sets, 5 x 10 CV, Table 1 settings, paper-faithful: the whole Table 2."""
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        tasks = []
+        for name in ("musk1", "musk2", "fox", "tiger", "elephant"):
+            d = load_benchmark(name)
+            mconf, tconf = paper_configs(name, epochs=epochs)
+            tasks.append(CVTask(name, d.bags, d.y, stratified_folds(d.y, 5, 10), mconf, tconf))
+        res = cross_validate_many(tasks, device="cpu")
+        times.append(time.perf_counter() - t0)
+        acc = res.groupby("dataset", sort=False).accuracy.mean().round(3).to_dict()
+        print(f"full reproduction: {times[-1]:.1f} s; accuracy {acc}", flush=True)
+    return float(np.median(times))
+
+
+def scaling(quick: bool) -> dict:
+    """Time per epoch against total instances, and against the number of models trained together."""
+    from minitorch_proto.batched import train_batched
+    from minitorch_proto.trainer import TrainConfig
+
+    rng = np.random.default_rng(0)
+    mconf = PrototypeMILConfig()
+    tconf = TrainConfig(epochs=2)
+    sizes = [4, 8, 16, 32] if quick else [4, 8, 16, 32, 64, 128]
+    inst_rows = []
+    for k in sizes:  # 100 bags of k instances, 10 models
+        bags = [rng.normal(size=(k, 166)) for _ in range(100)]
+        y = np.arange(100) % 2
+        t0 = time.perf_counter()
+        train_batched(bags, y, [np.arange(100)] * 10, list(range(10)), mconf, tconf, device="cpu")
+        inst_rows.append((100 * k, (time.perf_counter() - t0) / 2))
+    data = load_benchmark("musk1")
+    folds = stratified_folds(data.y, 10, 10)
+    counts = [1, 5, 10, 25, 50] if quick else [1, 2, 5, 10, 25, 50, 100]
+    model_rows = []
+    for m in counts:
+        t0 = time.perf_counter()
+        train_batched(data.bags, data.y, [f.train for f in folds[:m]], [f.seed for f in folds[:m]], mconf, tconf,
+                      device="cpu")
+        model_rows.append((m, (time.perf_counter() - t0) / 2))
+    print("time per epoch vs total instances (10 models):",
+          ", ".join(f"{n}: {t:.3f}s" for n, t in inst_rows))
+    print("time per epoch vs models trained together (Musk1):",
+          ", ".join(f"{m}: {t:.3f}s ({t / m * 1e3:.1f} ms/model)" for m, t in model_rows))
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        n, t = zip(*inst_rows)
+        axes[0].loglog(n, t, "o-")
+        axes[0].set_xlabel("total instances per epoch (per model)")
+        axes[0].set_ylabel("seconds per epoch (10 models)")
+        axes[0].set_title("time vs instances")
+        m, t = zip(*model_rows)
+        axes[1].loglog(m, t, "o-", label="batched")
+        axes[1].loglog(m, [t[0] * x for x in m], "--", label="linear (one after another)")
+        axes[1].set_xlabel("models trained together (Musk1 folds)")
+        axes[1].set_ylabel("seconds per epoch")
+        axes[1].legend()
+        axes[1].set_title("time vs number of models")
+        fig.tight_layout()
+        OUT.mkdir(parents=True, exist_ok=True)
+        fig.savefig(OUT / "scaling.png", dpi=120)
+        print(f"scaling plot: {OUT / 'scaling.png'}")
+    except ImportError:
+        pass
+    slope_inst = float(np.polyfit(np.log([r[0] for r in inst_rows]), np.log([r[1] for r in inst_rows]), 1)[0])
+    slope_models = float(np.polyfit(np.log([r[0] for r in model_rows]), np.log([r[1] for r in model_rows]), 1)[0])
+    print(f"log-log slopes: instances {slope_inst:.2f} (1 = linear), models {slope_models:.2f} (< 1 = sub-linear)")
+    return {"scaling_slope_instances": slope_inst, "scaling_slope_models": slope_models}
+
+
+def big_inference(n_instances: int, n_features: int = 512, chunk: int = 65_536) -> dict:
+    """Pooled distance features of 1,000,000 x 512 instances from a memmap, chunk by chunk."""
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "instances.f32"
+        X = np.memmap(path, dtype=np.float32, mode="w+", shape=(n_instances, n_features))
+        for s in range(0, n_instances, chunk):
+            X[s : s + chunk] = rng.standard_normal((min(chunk, n_instances - s), n_features), dtype=np.float32)
+        X.flush()
+        del X
+        X = np.memmap(path, dtype=np.float32, mode="r", shape=(n_instances, n_features))
+        n_bags = 1000
+        bag_index = np.sort(rng.integers(0, n_bags, n_instances))
+        bag_index[:n_bags] = np.arange(n_bags)
+        bag_index.sort()
+        model = PrototypeMIL(n_features, 2, PrototypeMILConfig(pooling=("min", "mean", "max")))
+        rss0 = peak_rss_mb()
+        torch.set_num_threads(os.cpu_count() or 1)
+        t0 = time.perf_counter()
+        phi, _ = model.pooled_chunked(X, bag_index, n_bags, chunk_size=chunk)
+        dt = time.perf_counter() - t0
+        torch.set_num_threads(1)
+    rate = n_instances / dt
+    print(f"inference: {n_instances:,} x {n_features} instances -> {tuple(phi.shape)} pooled features in {dt:.1f} s "
+          f"({rate:,.0f} instances/s), chunk {chunk:,} rows; peak RSS grew by {peak_rss_mb() - rss0:.0f} MB "
+          f"(the data alone would be {n_instances * n_features * 4 / 2**20:.0f} MB)")
+    return {"inference_instances_per_s": rate, "inference_s": dt}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--epochs-compare", type=int, default=10, help="epochs for the side-by-side comparison")
+    ap.add_argument("--runs", type=int, default=3, help="runs per timing (median reported)")
+    ap.add_argument("--loop-folds", type=int, default=None, help="time the loop on this many folds and scale")
+    ap.add_argument("--quick", action="store_true", help="smaller settings, for a smoke run")
+    args = ap.parse_args()
+    if args.quick:
+        args.epochs_compare, args.runs, args.loop_folds = 2, 1, 5
+    summary = {}
+    for name in ("musk1", "musk2"):
+        row = compare(name, args.epochs_compare, args.runs, args.loop_folds)
+        summary[f"ratio_{name}"] = row["ratio"]
+        summary[f"loop_s_{name}"] = row["loop_s"]
+        summary[f"batched_s_{name}"] = row["batched_s"]
+    summary["full_reproduction_s"] = full_reproduction(1 if args.quick else args.runs, epochs=5 if args.quick else 100)
+    summary.update(scaling(args.quick))
+    summary.update(big_inference(100_000 if args.quick else 1_000_000))
+    summary["peak_rss_mb"] = peak_rss_mb()
+    summary["epochs_compare"] = args.epochs_compare
+    summary["quick"] = bool(args.quick)
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
