@@ -29,6 +29,7 @@ __all__ = [
     "split_file_folds",
     "cross_validate_prototype",
     "cross_validate_many",
+    "cross_validate_tuned",
     "CVTask",
     "cross_validate_estimator",
     "summarize",
@@ -315,3 +316,74 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
         row["fit_seconds"] = g["fit_seconds"].sum()
         out.append(row)
     return pd.DataFrame(out)
+
+
+def cross_validate_tuned(
+    task: CVTask,
+    grid: Sequence[dict],
+    *,
+    inner_folds: int = 3,
+    score: str = "auc",
+    device="auto",
+    progress: bool = False,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Cross-validate with learning rates chosen on inner splits of each training fold.
+
+    For every outer fold, each grid point (a dict with ``lr_prototypes`` and
+    ``lr_classifier``) is trained on ``inner_folds`` stratified inner splits of
+    the outer training bags and scored on the inner validation bags; the best mean
+    inner ``score`` ("auc" or "accuracy") wins, and a model with those rates is
+    refitted on the whole outer training fold and evaluated once on the test fold.
+    The test fold takes no part in the choice. Every inner and final model of all
+    folds trains in two batched programs.
+
+    Returns
+    -------
+    results : DataFrame (:data:`RESULT_COLUMNS`), method ``task.method``
+    choices : DataFrame, one row per outer fold with the chosen rates and the inner scores
+    """
+    from .batched import train_batched
+
+    if score not in ("auc", "accuracy"):
+        raise ValueError(f"score must be 'auc' or 'accuracy', got {score!r}.")
+    if not grid:
+        raise ValueError("grid is empty.")
+    y = np.asarray(task.y, dtype=np.int64)
+    inner = []  # (outer index, grid index, train positions, validation positions, seed)
+    for o, fold in enumerate(task.folds):
+        sub = stratified_folds(y[fold.train], 1, inner_folds, random_state=fold.seed)
+        for g in range(len(grid)):
+            for f in sub:
+                inner.append((o, g, fold.train[f.train], fold.train[f.test], fold.seed * 10 + f.fold))
+    t0 = time.perf_counter()
+    fit = train_batched(
+        task.bags, y, [m[2] for m in inner], [m[4] for m in inner], task.model_config, task.train_config,
+        standardization=task.standardization,
+        lr_prototypes=[grid[m[1]]["lr_prototypes"] for m in inner],
+        lr_classifier=[grid[m[1]]["lr_classifier"] for m in inner],
+        eval_sets=[m[3] for m in inner], device=device, progress=progress,
+    )
+    last = int(task.train_config.epochs)
+    scores = np.full((len(task.folds), len(grid)), 0.0)
+    for k, (o, g, _, val, _) in enumerate(inner):
+        acc, auc = _scores(y[val], fit.evaluations[last][k])
+        value = acc if score == "accuracy" or np.isnan(auc) else auc
+        scores[o, g] += value / inner_folds
+    chosen = scores.argmax(axis=1)
+    final = train_batched(
+        task.bags, y, [f.train for f in task.folds], [f.seed for f in task.folds], task.model_config,
+        task.train_config, standardization=task.standardization,
+        lr_prototypes=[grid[g]["lr_prototypes"] for g in chosen],
+        lr_classifier=[grid[g]["lr_classifier"] for g in chosen],
+        eval_sets=[f.test for f in task.folds], device=device, progress=progress,
+    )
+    seconds = (time.perf_counter() - t0) / len(task.folds)
+    rows, choice_rows = [], []
+    for m, fold in enumerate(task.folds):
+        acc, auc = _scores(y[fold.test], final.evaluations[last][m])
+        rows.append(dict(dataset=task.dataset, method=task.method, evaluation="final", repeat=fold.repeat,
+                         fold=fold.fold, seed=fold.seed, n_train=len(fold.train), n_test=len(fold.test), epoch=last,
+                         accuracy=acc, auc=auc, fit_seconds=seconds))
+        choice_rows.append(dict(dataset=task.dataset, repeat=fold.repeat, fold=fold.fold, **grid[chosen[m]],
+                                **{f"inner_{score}_{g}": scores[m, g] for g in range(len(grid))}))
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS), pd.DataFrame(choice_rows)

@@ -246,3 +246,24 @@ def test_training_data_sets_together_equals_training_them_apart():
     pd.testing.assert_frame_equal(together[cols].reset_index(drop=True), apart[cols].reset_index(drop=True),
                                   check_exact=False, rtol=1e-9)
     assert list(together.dataset.unique()) == ["a", "b"]
+
+
+def test_tuning_uses_inner_splits_only_and_picks_the_better_rate():
+    from minitorch_proto.cv import CVTask, cross_validate_tuned
+
+    bags, y = make_concept_bags(n_bags=40, seed=0)
+    folds = stratified_folds(y, 1, 4)
+    # Poison the test bags: if any of them reached tuning, inner scores would change.
+    task = CVTask("toy", bags, y, folds, PrototypeMILConfig(n_prototypes=8), TrainConfig(epochs=15))
+    grid = [dict(lr_prototypes=1e-7, lr_classifier=1e-7), dict(lr_prototypes=3e-2, lr_classifier=3e-2)]
+    res, choices = cross_validate_tuned(task, grid, inner_folds=2, device="cpu")
+    assert len(res) == 4 and len(choices) == 4
+    assert (choices.lr_prototypes == 3e-2).all()  # a rate that learns beats one that cannot move
+    assert (choices.inner_auc_1 > choices.inner_auc_0).all()
+
+    marked = [b.copy() for b in bags]
+    for i in folds[0].test:
+        marked[i] = marked[i] * 0 + 1e3
+    task2 = CVTask("toy", marked, y, folds[:1], PrototypeMILConfig(n_prototypes=8), TrainConfig(epochs=15))
+    _, choices2 = cross_validate_tuned(task2, grid, inner_folds=2, device="cpu")
+    np.testing.assert_allclose(choices2.filter(like="inner_").values, choices.filter(like="inner_").values[:1])
