@@ -84,16 +84,15 @@ class BagPool:
         self.device = device
         self.n_features = self.instances.shape[1]
 
-    def padded(self, bag_ids: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(G, Kmax, L) instances, (G, Kmax) mask and (G,) sizes of the given bags."""
+    def padded_rows(self, bag_ids: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(G, Kmax) pool row of each instance slot, (G, Kmax) mask and (G,) sizes of the given bags."""
         sizes = self.sizes[bag_ids]
         kmax = int(sizes.max())
         ar = np.arange(kmax)
         mask = ar[None, :] < sizes[:, None]
         rows = np.where(mask, self.offsets[bag_ids][:, None] + ar[None, :], self.offsets[bag_ids][:, None])
-        rows_t = torch.as_tensor(rows, device=self.device)
         return (
-            self.instances[rows_t],
+            torch.as_tensor(rows, device=self.device),
             torch.as_tensor(mask, device=self.device),
             torch.as_tensor(sizes, device=self.device),
         )
@@ -181,10 +180,18 @@ class BatchedFit:
 class _Stack:
     """The stacked parameters of M models and their forward pass over (model, bag) slots."""
 
-    def __init__(self, P, W, b, config, pool, means, scales, dtype):
+    def __init__(self, P, W, b, config, pool, means, scales, dtype, table_limit_bytes):
         self.P, self.W, self.b = P, W, b
         self.config, self.pool, self.dtype = config, pool, dtype
         self.means, self.scales = means, scales  # (M, L) float64, standardisation per model
+        M, (N, L) = means.shape[0], pool.instances.shape
+        self.table = None
+        if M * N * L * torch.finfo(dtype).bits // 8 <= table_limit_bytes:
+            # Every model's standardised copy of the pool, made once: the hot loop then
+            # gathers ready rows instead of standardising the same rows on every tick.
+            self.table = torch.empty((M, N, L), dtype=dtype, device=pool.device)
+            for m in range(M):
+                self.table[m] = ((pool.instances - means[m]) / scales[m]).to(dtype)
         c = config
         self._min_euclidean = c.pooling == ("min",) and c.distance == "euclidean" and c.distance_penalty == "min"
 
@@ -193,9 +200,13 @@ class _Stack:
         sizes = self.pool.sizes[slot_bag]
         phis, pens, order = [], [], []
         for g in size_groups(sizes):
-            X, mask, gsizes = self.pool.padded(slot_bag[g])
+            rows, mask, gsizes = self.pool.padded_rows(slot_bag[g])
             mt = torch.as_tensor(slot_model[g], device=self.pool.device)
-            X = ((X - self.means[mt].unsqueeze(1)) / self.scales[mt].unsqueeze(1)).to(self.dtype)
+            if self.table is not None:
+                X = self.table[mt.unsqueeze(1), rows]
+            else:
+                X = self.pool.instances[rows]
+                X = ((X - self.means[mt].unsqueeze(1)) / self.scales[mt].unsqueeze(1)).to(self.dtype)
             if self._min_euclidean:
                 phi = _MinEuclidean.apply(X, self.P[mt], mask)
                 pen = phi
@@ -296,6 +307,7 @@ def train_batched(
     dtype: torch.dtype = torch.float32,
     progress: bool = False,
     num_threads: int | None = 1,
+    table_limit_bytes: int = 1 << 30,
     on_epoch_end: Callable[[int, "BatchedFit"], None] | None = None,
 ) -> BatchedFit:
     """Fit M = len(train_sets) models at once.
@@ -327,6 +339,9 @@ def train_batched(
         CPU threads for the duration of the call (restored afterwards). The
         default 1 is fastest here: each tick is many tiny operations, for which
         thread hand-offs cost more than they save. None leaves torch's setting.
+    table_limit_bytes : int
+        Keep a standardised copy of the pool per model when it fits in this many
+        bytes (default 1 GiB; faster), else standardise gathered rows on the fly.
 
     Returns
     -------
@@ -381,7 +396,7 @@ def train_batched(
     if model_config.bias:
         b = torch.stack([mod.bias.detach() for mod in modules]).to(dev, dtype).requires_grad_(True)
     params = [P, W] + ([b] if b is not None else [])
-    stack = _Stack(P, W, b, model_config, pool, means, scales, dtype)
+    stack = _Stack(P, W, b, model_config, pool, means, scales, dtype, table_limit_bytes)
 
     lr_p = torch.as_tensor(
         lr_prototypes if lr_prototypes is not None else [train_config.lr_prototypes] * M, dtype=dtype, device=dev

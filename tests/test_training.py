@@ -165,3 +165,14 @@ def test_cuda_request_without_cuda_is_a_clear_error():
     with pytest.raises(RuntimeError, match="CUDA is not available"):
         resolve_device("cuda")
     assert resolve_device("auto").type == "cpu"
+
+
+def test_precomputed_table_and_on_the_fly_standardisation_agree():
+    bags, y = make_concept_bags(n_bags=24, n_features=5, seed=4, min_size=1, max_size=40)
+    sets, seeds = [np.arange(0, 18), np.arange(6, 24)], [1, 2]
+    mconf, tconf = CASES["paper"][0], CASES["paper"][1]
+    kw = dict(dtype=torch.float64, device="cpu", eval_sets=[np.arange(24)] * 2)
+    with_table = train_batched(bags, y, sets, seeds, mconf, tconf, **kw)
+    without = train_batched(bags, y, sets, seeds, mconf, tconf, table_limit_bytes=0, **kw)
+    torch.testing.assert_close(with_table.prototypes, without.prototypes, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(with_table.evaluations[tconf.epochs][1], without.evaluations[tconf.epochs][1])
