@@ -11,8 +11,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from .bags import BagBatch
-from .model import PrototypeMIL, PrototypeMILConfig
+from .model import PrototypeMIL, PrototypeMILConfig, head_logits, normalize_features
 from .preprocessing import BagStandardizer
 from .trainer import TrainConfig, resolve_device, train_model
 from .validation import check_bags, check_labels
@@ -54,6 +53,9 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         Seeds the initial parameters and the order of the bags.
     verbose : bool, default=False
         Show a progress bar over epochs.
+    chunk_size : int, default=65536
+        Instances processed at a time when predicting, so memory stays bounded
+        however large the bags.
 
     Attributes
     ----------
@@ -96,6 +98,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         device: str = "auto",
         random_state: int = 0,
         verbose: bool = False,
+        chunk_size: int = 65_536,
     ) -> None:
         self.n_prototypes = n_prototypes
         self.distance = distance
@@ -120,6 +123,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+        self.chunk_size = chunk_size
 
     # ------------------------------------------------------------ configs
     def model_config(self) -> PrototypeMILConfig:
@@ -184,19 +188,31 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
             raise NotFittedError("This PrototypeMILClassifier is not fitted yet; call fit(bags, y) first.")
 
-    def _batch(self, bags) -> BagBatch:
+    def _features(self, bags) -> torch.Tensor:
+        """Normalised features of bags, computed chunk by chunk (bounded memory)."""
         self._check_fitted()
         bags = check_bags(bags, self.n_features_in_)
-        return BagBatch.from_bags(self.standardizer_.transform(bags))
+        std = self.standardizer_.transform(bags)
+        sizes = np.array([len(b) for b in std])
+        bag_index = np.repeat(np.arange(len(std)), sizes)
+        phi, _ = self.model_.pooled_chunked(np.concatenate(std), bag_index, len(std), self.chunk_size)
+        return normalize_features(phi, self.model_.config)
+
+    def _logits(self, bags) -> torch.Tensor:
+        with torch.no_grad():
+            return head_logits(self._features(bags), self.model_.weight, self.model_.bias)
 
     def predict_proba(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Class probabilities, shape (n_bags, n_classes), columns in ``classes_`` order."""
-        return self.model_.predict_proba_batch(self._batch(bags)).double().numpy()
+        logits = self._logits(bags).double()
+        if logits.shape[1] == 1:
+            p1 = torch.sigmoid(logits[:, 0])
+            return torch.stack([1 - p1, p1], dim=1).numpy()
+        return torch.softmax(logits, dim=1).numpy()
 
     def decision_function(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Logit of the positive class (two classes) or the logits (n_bags, C)."""
-        with torch.no_grad():
-            logits = self.model_(self._batch(bags)).double().numpy()
+        logits = self._logits(bags).double().numpy()
         return logits[:, 0] if logits.shape[1] == 1 else logits
 
     def predict(self, bags: Sequence[np.ndarray]) -> np.ndarray:
@@ -207,7 +223,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     def transform(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Normalised distance features Phi (n_bags, D * len(pooling)) fed to the classifier."""
         with torch.no_grad():
-            return self.model_.features(self._batch(bags)).double().numpy()
+            return self._features(bags).double().numpy()
 
     # -------------------------------------------------------- save/load
     def save(self, path: str | os.PathLike) -> Path:

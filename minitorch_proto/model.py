@@ -18,8 +18,7 @@ once (``minitorch_proto.batched``).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Sequence
+from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 import torch
