@@ -144,7 +144,7 @@ def test_loss_terms_by_hand():
     assert terms["weight_penalty"].item() == pytest.approx(0.1 * np.abs(w).sum(), rel=1e-10)
     assert terms["prototype_penalty"].item() == pytest.approx(0.2 * np.linalg.norm(P, axis=1).sum(), rel=1e-10)
     assert terms["distance_penalty"].item() == pytest.approx(0.3 * np.mean(dsum), rel=1e-10)
-    parts = sum(float(terms[k]) for k in ("cross_entropy", "weight_penalty", "prototype_penalty", "distance_penalty"))
+    parts = sum(terms[k].item() for k in ("cross_entropy", "weight_penalty", "prototype_penalty", "distance_penalty"))
     assert terms["total"].item() == pytest.approx(parts)
 
 
