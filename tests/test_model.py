@@ -265,7 +265,7 @@ class TestCompatibilityModel:
         cfg = PrototypeMILConfig(n_prototypes=2, weight_penalty="l2", lambda_w=1.0)
         model = _tiny_model(cfg, n_features=2)
         terms = model.loss_terms(BagBatch.from_bags([np.zeros((1, 2))], dtype=torch.float64), torch.tensor([1]))
-        assert terms["weight_penalty"].item() == pytest.approx(float(torch.linalg.norm(model.weight)), rel=1e-6)
+        assert terms["weight_penalty"].item() == pytest.approx(torch.linalg.norm(model.weight.detach()).item(), rel=1e-6)
 
     def test_prototypes_are_in_state_dict(self):
         # The published code kept prototypes outside the state_dict (lost on save);
