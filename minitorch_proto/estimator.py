@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import os
 import tempfile
 from pathlib import Path
@@ -269,8 +270,12 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         clf = cls(**params)
         clf.classes_ = np.asarray(payload["classes"])
         clf.n_features_in_ = payload["n_features"]
-        model = PrototypeMIL(clf.n_features_in_, len(clf.classes_), clf.model_config())
+        # The initialisation is irrelevant here (the saved weights replace it), and
+        # data-driven inits would need the training instances: build with "normal".
+        config = replace(clf.model_config(), init="normal")
+        model = PrototypeMIL(clf.n_features_in_, len(clf.classes_), config)
         model.load_state_dict(payload["state_dict"])
+        model.config = clf.model_config()
         model.eval()
         clf.model_ = model
         clf.standardizer_ = BagStandardizer.from_state(payload["standardizer"])

@@ -136,6 +136,7 @@ def train_model(
     *,
     progress: bool = False,
     on_epoch_end: Callable[[int, PrototypeMIL], None] | None = None,
+    num_threads: int | None = 1,
 ) -> list[dict]:
     """Fit ``model`` in place on pre-standardised bags.
 
@@ -150,6 +151,9 @@ def train_model(
     progress : bool
         Show a tqdm bar over epochs.
     on_epoch_end : callable(epoch, model), optional
+    num_threads : int or None
+        CPU threads while training (restored afterwards). One is fastest for
+        batch-size-1 steps, which are many tiny operations; None keeps torch's setting.
 
     Returns
     -------
@@ -157,6 +161,16 @@ def train_model(
         One row per epoch: the mean of each loss term over the epoch's steps,
         the total, and the epoch's wall time.
     """
+    previous = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(int(num_threads))
+    try:
+        return _train(model, bags, y, config, seed, progress, on_epoch_end)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _train(model, bags, y, config, seed, progress, on_epoch_end) -> list[dict]:
     rng = np.random.default_rng(seed)
     optimizer = torch.optim.Adam(
         [

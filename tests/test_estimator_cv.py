@@ -267,3 +267,12 @@ def test_tuning_uses_inner_splits_only_and_picks_the_better_rate():
     task2 = CVTask("toy", marked, y, folds[:1], PrototypeMILConfig(n_prototypes=8), TrainConfig(epochs=15))
     _, choices2 = cross_validate_tuned(task2, grid, inner_folds=2, device="cpu")
     np.testing.assert_allclose(choices2.filter(like="inner_").values, choices.filter(like="inner_").values[:1])
+
+
+@pytest.mark.parametrize("init", ["kmeans++", "instances"])
+def test_save_and_load_data_driven_initialisations(tmp_path, init):
+    bags, y = make_concept_bags(n_bags=20, seed=0)
+    clf = PrototypeMILClassifier(**{**FAST, "epochs": 3}, init=init).fit(bags, y)
+    again = load_model(clf.save(tmp_path / "m.pt"))
+    np.testing.assert_array_equal(again.predict_proba(bags), clf.predict_proba(bags))
+    assert again.model_.config.init == init
