@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..reference import REPORTED_BASELINES as _REPORTED_BASELINES
 from .attention import AttentionMIL, GatedAttentionMIL
 from .bag_stats import BagStatistics, bag_statistics
 from .miles import MILES, miles_embedding
@@ -82,15 +83,11 @@ REPORTED_TABLE2_STATUS = (
     "Yuksekgonul, Sivrikaya & Baydogan (2019), themselves taken from the original papers"
 )
 
-#: Mean accuracy quoted in the prototype paper's Table 2 (REPORTED, NOT MEASURED here).
+#: Mean accuracy quoted in the prototype paper's Table 2 (REPORTED, NOT MEASURED here), for the
+#: methods of NOTES.md's anchor table; the numbers live once, in ``minitorch_proto.reference``.
 REPORTED_TABLE2: dict[str, dict[str, float]] = {
-    "mi-SVM": {"musk1": 0.874, "musk2": 0.836, "fox": 0.582, "tiger": 0.784, "elephant": 0.822},
-    "MI-Kernel": {"musk1": 0.880, "musk2": 0.893, "fox": 0.603, "tiger": 0.842, "elephant": 0.843},
-    "mi-Graph": {"musk1": 0.889, "musk2": 0.903, "fox": 0.620, "tiger": 0.860, "elephant": 0.869},
-    "miFV": {"musk1": 0.909, "musk2": 0.884, "fox": 0.621, "tiger": 0.813, "elephant": 0.852},
-    "MI-Net": {"musk1": 0.894, "musk2": 0.874, "fox": 0.630, "tiger": 0.845, "elephant": 0.872},
-    "Attention": {"musk1": 0.892, "musk2": 0.858, "fox": 0.615, "tiger": 0.839, "elephant": 0.868},
-    "Gated attention": {"musk1": 0.900, "musk2": 0.863, "fox": 0.603, "tiger": 0.845, "elephant": 0.857},
+    name: dict(_REPORTED_BASELINES[name])
+    for name in ("mi-SVM", "MI-Kernel", "mi-Graph", "miFV", "MI-Net", "Attention", "Gated attention")
 }
 
 #: The "+-" spread printed next to each REPORTED_TABLE2 entry (None where the table says N/A).
