@@ -157,8 +157,13 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         )
 
     # -------------------------------------------------------------- fit
-    def fit(self, bags: Sequence[np.ndarray], y) -> "PrototypeMILClassifier":
-        """Fit on a sequence of bags (each n_instances x n_features) and their labels."""
+    def fit(self, bags: Sequence[np.ndarray], y, on_epoch_end=None) -> "PrototypeMILClassifier":
+        """Fit on a sequence of bags (each n_instances x n_features) and their labels.
+
+        ``on_epoch_end(epoch, model)``, if given, is called once with epoch 0 before
+        training (the initial parameters) and after every epoch, with the torch
+        module being trained (``standardizer_`` is already fitted by then).
+        """
         mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
         bags = check_bags(bags)
         y_enc, self.classes_ = check_labels(y, len(bags))
@@ -176,8 +181,11 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             init_instances=init_instances,
         ).to(device)
         tensors = [torch.as_tensor(b, dtype=torch.float32, device=device) for b in std_bags]
+        if on_epoch_end is not None:
+            on_epoch_end(0, model)
         self.history_ = train_model(
-            model, tensors, torch.as_tensor(y_enc, device=device), tconf, seed=seed, progress=self.verbose
+            model, tensors, torch.as_tensor(y_enc, device=device), tconf, seed=seed, progress=self.verbose,
+            on_epoch_end=on_epoch_end,
         )
         self.model_ = model.cpu()
         return self

@@ -59,8 +59,7 @@ from .estimator import PrototypeMILClassifier
 from .model import PrototypeMIL
 from .preprocessing import BagStandardizer
 from .synthetic import SyntheticBags, make_toy_bags, run_mil_unit_tests
-from .trainer import resolve_device, train_model
-from .validation import check_bags, check_labels
+from .validation import check_bags
 
 __all__ = [
     "MNIST_DEFAULTS",
@@ -107,36 +106,10 @@ def fit_with_callback(
     PrototypeMILClassifier
         ``clf``, fitted (``model_`` on the CPU, ``standardizer_``, ``history_``, ``classes_``).
     """
-    mconf, tconf = clf.model_config(), clf.train_config()
-    bags = check_bags(bags)
-    y_enc, clf.classes_ = check_labels(y, len(bags))
-    clf.n_features_in_ = bags[0].shape[1]
-    clf.standardizer_ = BagStandardizer(clf.standardization).fit(bags)
-    std_bags = clf.standardizer_.transform(bags)
-    device = resolve_device(clf.device)
-    seed = int(clf.random_state) if clf.random_state is not None else 0
-    init_instances = np.concatenate(std_bags) if mconf.init != "normal" else None
-    model = PrototypeMIL(
-        clf.n_features_in_,
-        len(clf.classes_),
-        mconf,
-        generator=torch.Generator().manual_seed(seed),
-        init_instances=init_instances,
-    ).to(device)
-    tensors = [torch.as_tensor(b, dtype=torch.float32, device=device) for b in std_bags]
-    callback = None
-    if on_epoch_end is not None:
-        on_epoch_end(0, model, clf.standardizer_)
-
-        def callback(epoch: int, m: PrototypeMIL) -> None:
-            on_epoch_end(epoch, m, clf.standardizer_)
-
-    clf.history_ = train_model(
-        model, tensors, torch.as_tensor(y_enc, device=device), tconf, seed=seed,
-        progress=clf.verbose, on_epoch_end=callback,
-    )
-    clf.model_ = model.cpu()
-    return clf
+    if on_epoch_end is None:
+        return clf.fit(bags, y)
+    # The standardiser is fitted before the first call, so the hook can read it.
+    return clf.fit(bags, y, on_epoch_end=lambda epoch, model: on_epoch_end(epoch, model, clf.standardizer_))
 
 
 def training_objective(clf: PrototypeMILClassifier, bags: Sequence[np.ndarray], y) -> float:
