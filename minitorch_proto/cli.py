@@ -109,6 +109,9 @@ def cmd_reproduce(args) -> int:
     from .report import average_ranks, format_table, table2, write_atomic
 
     methods = _parse_methods(args.methods)
+    if args.compat == "official" and PROTOTYPE_COMPAT not in methods:
+        # For reproduce, --compat official adds the published code's rows beside the paper's.
+        methods.append(PROTOTYPE_COMPAT)
     out = Path(args.out)
     data = {name: load_benchmark(name, data_dir=args.data_dir, download=not args.no_download)
             for name in args.datasets}
@@ -130,7 +133,7 @@ def cmd_reproduce(args) -> int:
 
             parts, choices = [], []
             for name, d in data.items():
-                mconf, tconf, std = _configs(args, d.name)
+                mconf, tconf, std = _configs(args, d.name, "none")
                 grid = [dict(lr_prototypes=tconf.lr_prototypes * k, lr_classifier=tconf.lr_classifier * k)
                         for k in TUNING_MULTIPLIERS]
                 r, c = cross_validate_tuned(CVTask(d.name, d.bags, d.y, folds[name], mconf, tconf, std, method),
@@ -306,12 +309,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "compat", "none") == "official" and args.command == "reproduce":
-        # For reproduce, --compat official adds the published code's rows beside the paper's.
-        methods = _parse_methods(args.methods)
-        if PROTOTYPE_COMPAT not in methods:
-            args.methods = args.methods + ",prototype-compat"
-        args.compat = "none"
     try:
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, RuntimeError) as exc:

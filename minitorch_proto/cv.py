@@ -103,6 +103,14 @@ def split_file_folds(bag_ids: np.ndarray, splits: dict[tuple[int, int], np.ndarr
     return folds
 
 
+def _fold_row(dataset: str, method: str, fold: Fold, evaluation: str, epoch, accuracy: float, auc: float,
+              fit_seconds: float) -> dict:
+    """One row of :data:`RESULT_COLUMNS`."""
+    return dict(dataset=dataset, method=method, evaluation=evaluation, repeat=fold.repeat, fold=fold.fold,
+                seed=fold.seed, n_train=len(fold.train), n_test=len(fold.test), epoch=epoch,
+                accuracy=accuracy, auc=auc, fit_seconds=fit_seconds)
+
+
 def _scores(y_true: np.ndarray, proba: np.ndarray) -> tuple[float, float]:
     acc = float(np.mean(np.argmax(proba, axis=1) == y_true))
     if len(np.unique(y_true)) < 2:
@@ -195,11 +203,9 @@ def cross_validate_many(
             last = int(t0.train_config.epochs)
             for m, (task, _, fold) in enumerate(chunk):
                 y_test = np.asarray(task.y)[fold.test]
-                base = dict(dataset=task.dataset, method=task.method, repeat=fold.repeat, fold=fold.fold,
-                            seed=fold.seed, n_train=len(fold.train), n_test=len(fold.test), fit_seconds=per_model)
                 if "final" in evaluations:
                     acc, auc = _scores(y_test, fit.evaluations[last][m])
-                    rows.append(dict(base, evaluation="final", epoch=last, accuracy=acc, auc=auc))
+                    rows.append(_fold_row(task.dataset, task.method, fold, "final", last, acc, auc, per_model))
                 if "test_selected" in evaluations:
                     best = None
                     for epoch in sorted(fit.evaluations):
@@ -207,7 +213,8 @@ def cross_validate_many(
                         key = -1.0 if np.isnan(auc) else auc
                         if best is None or key > best[0]:
                             best = (key, epoch, acc, auc)
-                    rows.append(dict(base, evaluation="test_selected", epoch=best[1], accuracy=best[2], auc=best[3]))
+                    rows.append(_fold_row(task.dataset, task.method, fold, "test_selected", best[1], best[2], best[3],
+                                          per_model))
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
@@ -284,9 +291,7 @@ def cross_validate_estimator(
         full = np.zeros((len(fold.test), int(y.max()) + 1))
         full[:, classes.astype(int)] = proba
         acc, auc = _scores(y[fold.test], full)
-        rows.append(dict(dataset=dataset, method=method, evaluation="final", repeat=fold.repeat, fold=fold.fold,
-                         seed=fold.seed, n_train=len(fold.train), n_test=len(fold.test), epoch=np.nan,
-                         accuracy=acc, auc=auc, fit_seconds=seconds))
+        rows.append(_fold_row(dataset, method, fold, "final", np.nan, acc, auc, seconds))
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
@@ -381,9 +386,7 @@ def cross_validate_tuned(
     rows, choice_rows = [], []
     for m, fold in enumerate(task.folds):
         acc, auc = _scores(y[fold.test], final.evaluations[last][m])
-        rows.append(dict(dataset=task.dataset, method=task.method, evaluation="final", repeat=fold.repeat,
-                         fold=fold.fold, seed=fold.seed, n_train=len(fold.train), n_test=len(fold.test), epoch=last,
-                         accuracy=acc, auc=auc, fit_seconds=seconds))
+        rows.append(_fold_row(task.dataset, task.method, fold, "final", last, acc, auc, seconds))
         choice_rows.append(dict(dataset=task.dataset, repeat=fold.repeat, fold=fold.fold, **grid[chosen[m]],
                                 **{f"inner_{score}_{g}": scores[m, g] for g in range(len(grid))}))
     return pd.DataFrame(rows, columns=RESULT_COLUMNS), pd.DataFrame(choice_rows)

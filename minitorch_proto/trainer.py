@@ -193,14 +193,7 @@ def _train(model, bags, y, config, seed, progress, on_epoch_end) -> list[dict]:
         sums = {k: 0.0 for k in (*LOSS_TERMS, "total")}
         batches = epoch_batches(len(bags), config, rng)
         for idx in batches:
-            batch = BagBatch(
-                torch.cat([bags[i] for i in idx]),
-                torch.repeat_interleave(
-                    torch.arange(len(idx), device=y.device),
-                    torch.tensor([bags[i].shape[0] for i in idx], device=y.device),
-                ),
-                len(idx),
-            )
+            batch = BagBatch.from_bags([bags[i] for i in idx], dtype=bags[idx[0]].dtype, device=y.device)
             terms = model.loss_terms(batch, y[idx])
             if not config.accumulate_gradients:
                 optimizer.zero_grad(set_to_none=False)
