@@ -27,6 +27,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from . import compiled
 from .distances import pairwise_distance
 from .model import (
     LOSS_TERMS,
@@ -276,10 +277,11 @@ def _limit_threads(fn):
 
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
-        n = kwargs.get("num_threads", 1)
+        # None means "the backend's best": one torch thread for the tensor backend;
+        # the compiled backend sets its own (numba) threads.
+        n = kwargs.get("num_threads") or 1
         previous = torch.get_num_threads()
-        if n is not None:
-            torch.set_num_threads(int(n))
+        torch.set_num_threads(int(n))
         try:
             return fn(*args, **kwargs)
         finally:
@@ -306,9 +308,10 @@ def train_batched(
     device: str | torch.device | None = "auto",
     dtype: torch.dtype = torch.float32,
     progress: bool = False,
-    num_threads: int | None = 1,
+    num_threads: int | None = None,
     table_limit_bytes: int = 1 << 30,
     on_epoch_end: Callable[[int, "BatchedFit"], None] | None = None,
+    backend: str = "auto",
 ) -> BatchedFit:
     """Fit M = len(train_sets) models at once.
 
@@ -336,12 +339,21 @@ def train_batched(
     device : "auto", "cpu", "cuda" or torch.device
     dtype : torch dtype of the arithmetic (float32 default; float64 for exact checks)
     num_threads : int or None
-        CPU threads for the duration of the call (restored afterwards). The
-        default 1 is fastest here: each tick is many tiny operations, for which
-        thread hand-offs cost more than they save. None leaves torch's setting.
+        CPU threads for the duration of the call. None (default): every core for
+        the compiled backend, which runs models in parallel; one for the tensor
+        backend, whose ticks are many tiny operations for which thread hand-offs
+        cost more than they save.
     table_limit_bytes : int
-        Keep a standardised copy of the pool per model when it fits in this many
-        bytes (default 1 GiB; faster), else standardise gathered rows on the fly.
+        Tensor backend: keep a standardised copy of the pool per model when it fits
+        in this many bytes (default 1 GiB; faster), else standardise gathered rows
+        on the fly.
+    backend : {"auto", "compiled", "tensor"}
+        ``"compiled"``: each model's steps run in one compiled loop
+        (:mod:`minitorch_proto.compiled`, numba; CPU only), models in parallel over
+        the cores. ``"tensor"``: the M models advance together as batched torch
+        operations, one tick per step (CPU or CUDA). ``"auto"``: compiled on the
+        CPU when numba is installed, tensor otherwise. Both give the sequential
+        trainer's result.
 
     Returns
     -------
@@ -390,45 +402,193 @@ def train_batched(
         means = torch.as_tensor(np.stack([s.mean_ for s in standardizers]), device=dev)
         scales = torch.as_tensor(np.stack([s.scale_ for s in standardizers]), device=dev)
 
+    if backend not in ("auto", "compiled", "tensor"):
+        raise ValueError(f"backend must be 'auto', 'compiled' or 'tensor', got {backend!r}.")
+    if backend == "compiled" and (dev.type != "cpu" or not compiled.AVAILABLE):
+        raise ValueError("backend='compiled' needs device='cpu' and numba installed; use backend='tensor'.")
+    if backend == "compiled" or (backend == "auto" and dev.type == "cpu" and compiled.AVAILABLE):
+        run = _fit_compiled
+    else:
+        run = _fit_tensor
+    setup = _Setup(bags, y, train_sets, seeds, model_config, train_config, n_classes, standardization,
+                   lr_prototypes, lr_classifier, eval_sets, eval_every, dev, dtype, progress, num_threads,
+                   table_limit_bytes, on_epoch_end, pool, modules, means, scales, standardizers)
+    fit = run(setup)
+    fit.seconds = time.perf_counter() - t_start
+    return fit
+
+
+@dataclass
+class _Setup:
+    """What both backends start from (arguments, initial models, standardisation)."""
+
+    bags: Sequence[np.ndarray]
+    y: np.ndarray
+    train_sets: list[np.ndarray]
+    seeds: Sequence[int]
+    model_config: PrototypeMILConfig
+    train_config: TrainConfig
+    n_classes: int
+    standardization: str
+    lr_prototypes: Sequence[float] | None
+    lr_classifier: Sequence[float] | None
+    eval_sets: Sequence[np.ndarray] | None
+    eval_every: int | None
+    dev: torch.device
+    dtype: torch.dtype
+    progress: bool
+    num_threads: int | None
+    table_limit_bytes: int
+    on_epoch_end: Callable | None
+    pool: BagPool
+    modules: list[PrototypeMIL]
+    means: torch.Tensor
+    scales: torch.Tensor
+    standardizers: list[BagStandardizer]
+
+    @property
+    def n_models(self) -> int:
+        return len(self.train_sets)
+
+    def learning_rates(self) -> tuple[np.ndarray, np.ndarray]:
+        M, tc = self.n_models, self.train_config
+        lr_p = np.asarray(self.lr_prototypes if self.lr_prototypes is not None else [tc.lr_prototypes] * M, float)
+        lr_w = np.asarray(self.lr_classifier if self.lr_classifier is not None else [tc.lr_classifier] * M, float)
+        if lr_p.shape != (M,) or lr_w.shape != (M,):
+            raise ValueError("lr_prototypes and lr_classifier need one value per model.")
+        return lr_p, lr_w
+
+    def evaluate(self, fit: BatchedFit, predict_proba: Callable, epoch: int) -> None:
+        sets = self.eval_sets
+        sm = np.concatenate([np.full(len(e), m) for m, e in enumerate(sets)])
+        sb = np.concatenate([np.asarray(e, dtype=np.int64) for e in sets])
+        proba = predict_proba(sm, sb)
+        fit.evaluations[epoch] = np.split(proba, np.cumsum([len(e) for e in sets])[:-1])
+
+    def end_of_epoch(self, fit: BatchedFit, predict_proba: Callable, epoch: int, means_ep: np.ndarray,
+                     seconds: float) -> None:
+        """Record the epoch's mean loss terms (shape (4, M)), evaluate if due, call the hook."""
+        M = self.n_models
+        for m in range(M):
+            row = {"epoch": epoch + 1, **{k: float(means_ep[j, m]) for j, k in enumerate(LOSS_TERMS)}}
+            row["total"] = float(means_ep[:, m].sum())
+            row["seconds"] = seconds / M
+            fit.history[m].append(row)
+        if self.eval_sets is not None and self.eval_every and (epoch + 1) % int(self.eval_every) == 0:
+            self.evaluate(fit, predict_proba, epoch + 1)
+        if self.on_epoch_end is not None:
+            self.on_epoch_end(epoch + 1, fit)
+
+    def finish(self, fit: BatchedFit, stack: "_Stack", predict_proba: Callable) -> BatchedFit:
+        if self.eval_sets is not None and int(self.train_config.epochs) not in fit.evaluations:
+            self.evaluate(fit, predict_proba, int(self.train_config.epochs))
+        fit.predict_proba = stack.predict_proba  # type: ignore[attr-defined]
+        return fit
+
+
+def _probabilities(logits: np.ndarray) -> np.ndarray:
+    """Class probabilities from logits (S, O): a sigmoid for one column, a softmax otherwise."""
+    if logits.shape[1] == 1:
+        p1 = 1.0 / (1.0 + np.exp(-logits[:, 0]))
+        return np.stack([1.0 - p1, p1], axis=1)
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _numpy_dtype(dtype: torch.dtype):
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be torch.float32 or torch.float64, got {dtype}.")
+    return np.float32 if dtype == torch.float32 else np.float64
+
+
+def _fit_compiled(s: _Setup) -> BatchedFit:
+    """Every model's epoch as one compiled loop (``minitorch_proto.compiled``), models in parallel."""
+    M, mc, tc = s.n_models, s.model_config, s.train_config
+    np_dtype = _numpy_dtype(s.dtype)
+    compiled.set_threads(s.num_threads)
+    # Each model's own standardised copy of the bags it trains and is evaluated on, made once
+    # (the pool already holds per-instance z-scores when that is the standardisation).
+    sizes, offsets = s.pool.sizes.astype(np.int64), s.pool.offsets
+    raw = s.pool.instances.cpu().numpy()
+    used = []
+    for m in range(M):
+        sets = [s.train_sets[m]] + ([np.asarray(s.eval_sets[m], dtype=np.int64)] if s.eval_sets is not None else [])
+        used.append(np.unique(np.concatenate(sets)))
+    n_rows = np.array([sizes[u].sum() for u in used])
+    X = np.empty((int(n_rows.sum()), raw.shape[1]), dtype=np_dtype)
+    start = np.full((M, len(s.bags)), -1, dtype=np.int64)
+    means, scales = s.means.cpu().numpy(), s.scales.cpu().numpy()
+    row = 0
+    for m, bag_ids in enumerate(used):
+        first = np.cumsum(sizes[bag_ids]) - sizes[bag_ids]
+        start[m, bag_ids] = row + first
+        rows = np.arange(n_rows[m]) + np.repeat(offsets[bag_ids] - first, sizes[bag_ids])
+        X[row : row + n_rows[m]] = (raw[rows] - means[m]) / scales[m]
+        row += n_rows[m]
+    kmax = int(sizes[start.max(0) >= 0].max())
+
+    def stacked(name):
+        return np.ascontiguousarray(np.stack([getattr(mod, name).detach().numpy() for mod in s.modules]), np_dtype)
+
+    state = compiled.EpochState(stacked("prototypes"), stacked("weight"), stacked("bias") if mc.bias else None,
+                                tc.accumulate_gradients)
+    P, W = torch.from_numpy(state.P), torch.from_numpy(state.W)  # views: they follow the kernel's updates
+    b = torch.from_numpy(state.b) if mc.bias else None
+    stack = _Stack(P, W, b, mc, s.pool, s.means, s.scales, s.dtype, table_limit_bytes=0)
+    fit = BatchedFit(P, W, b, mc, s.standardizers, s.n_classes, history=[[] for _ in range(M)])
+    lr_p, lr_w = s.learning_rates()
+    rngs = [np.random.default_rng(int(seed)) for seed in s.seeds]
+    y = np.asarray(s.y, dtype=np.int64)
+
+    def predict_proba(slot_model, slot_bag):
+        logits = compiled.predict_logits(state, X, start, sizes, slot_model, slot_bag, mc, kmax)
+        return _probabilities(logits)
+
+    B = int(tc.batch_size)
+    for epoch in _progress(range(int(tc.epochs)), s.progress, f"epochs ({M} models)"):
+        t0 = time.perf_counter()
+        schedule = [epoch_batches(len(s.train_sets[m]), tc, rngs[m]) for m in range(M)]
+        n_batches = np.array([len(sch) for sch in schedule], dtype=np.int64)
+        sched = np.full((M, int(n_batches.max()), B), -1, dtype=np.int64)
+        for m, sch in enumerate(schedule):
+            for t, batch in enumerate(sch):
+                sched[m, t, : len(batch)] = s.train_sets[m][batch]
+        sums = compiled.train_epoch(state, X, start, sizes, y, sched, n_batches, lr_p, lr_w, tc.lr_factor(epoch),
+                                    mc, tc, kmax)
+        s.end_of_epoch(fit, predict_proba, epoch, (sums / n_batches[:, None]).T, time.perf_counter() - t0)
+    return s.finish(fit, stack, predict_proba)
+
+
+def _fit_tensor(s: _Setup) -> BatchedFit:
+    """The M models advance together, one batched tensor step per tick (CPU or CUDA)."""
+    M, model_config, train_config = s.n_models, s.model_config, s.train_config
+    dev, dtype, modules, train_sets = s.dev, s.dtype, s.modules, s.train_sets
+    y = s.y
     P = torch.stack([mod.prototypes.detach() for mod in modules]).to(dev, dtype).requires_grad_(True)
     W = torch.stack([mod.weight.detach() for mod in modules]).to(dev, dtype).requires_grad_(True)
     b = None
     if model_config.bias:
         b = torch.stack([mod.bias.detach() for mod in modules]).to(dev, dtype).requires_grad_(True)
     params = [P, W] + ([b] if b is not None else [])
-    stack = _Stack(P, W, b, model_config, pool, means, scales, dtype, table_limit_bytes)
-
-    lr_p = torch.as_tensor(
-        lr_prototypes if lr_prototypes is not None else [train_config.lr_prototypes] * M, dtype=dtype, device=dev
-    )
-    lr_w = torch.as_tensor(
-        lr_classifier if lr_classifier is not None else [train_config.lr_classifier] * M, dtype=dtype, device=dev
-    )
-    if lr_p.shape != (M,) or lr_w.shape != (M,):
-        raise ValueError("lr_prototypes and lr_classifier need one value per model.")
+    stack = _Stack(P, W, b, model_config, s.pool, s.means, s.scales, dtype, s.table_limit_bytes)
+    lr_p, lr_w = (torch.as_tensor(v, dtype=dtype, device=dev) for v in s.learning_rates())
     lrs = [lr_p, lr_w] + ([lr_w] if b is not None else [])
     exp_avg = [torch.zeros_like(p) for p in params]
     exp_avg_sq = [torch.zeros_like(p) for p in params]
     scratch = [(torch.empty_like(p), torch.empty_like(p)) for p in params]
     accumulated = [torch.zeros_like(p) for p in params] if train_config.accumulate_gradients else None
     step = torch.zeros(M, dtype=torch.long, device=dev)
-    rngs = [np.random.default_rng(int(s)) for s in seeds]
+    rngs = [np.random.default_rng(int(seed)) for seed in s.seeds]
     y_t = torch.as_tensor(y, device=dev)
     model_ids = np.arange(M)
 
-    fit = BatchedFit(P, W, b, model_config, standardizers, n_classes, history=[[] for _ in range(M)])
+    fit = BatchedFit(P, W, b, model_config, s.standardizers, s.n_classes, history=[[] for _ in range(M)])
 
-    def evaluate(epoch: int) -> None:
-        sm = np.concatenate([np.full(len(e), m) for m, e in enumerate(eval_sets)])
-        sb = np.concatenate([np.asarray(e, dtype=np.int64) for e in eval_sets])
-        proba = stack.predict_proba(sm, sb)
-        fit.evaluations[epoch] = np.split(proba, np.cumsum([len(e) for e in eval_sets])[:-1])
-
-    for epoch in _progress(range(int(train_config.epochs)), progress, f"epochs ({M} models)"):
+    for epoch in _progress(range(int(train_config.epochs)), s.progress, f"epochs ({M} models)"):
         t0 = time.perf_counter()
         factor = train_config.lr_factor(epoch)
         schedule = [epoch_batches(len(train_sets[m]), train_config, rngs[m]) for m in range(M)]
-        n_ticks = max(len(s) for s in schedule)
+        n_ticks = max(len(sch) for sch in schedule)
         sums = torch.zeros(len(LOSS_TERMS), M, dtype=torch.float64, device=dev)
         n_steps = torch.zeros(M, dtype=torch.float64, device=dev)
         for tick in range(n_ticks):
@@ -471,21 +631,7 @@ def train_batched(
                 sums += terms.detach().double()
                 n_steps += active.double()
         means_ep = (sums / n_steps.clamp_min(1)).cpu().numpy()
-        seconds = time.perf_counter() - t0
-        for m in range(M):
-            row = {"epoch": epoch + 1, **{k: float(means_ep[j, m]) for j, k in enumerate(LOSS_TERMS)}}
-            row["total"] = float(means_ep[:, m].sum())
-            row["seconds"] = seconds / M
-            fit.history[m].append(row)
-        if eval_sets is not None and eval_every and (epoch + 1) % int(eval_every) == 0:
-            evaluate(epoch + 1)
-        if on_epoch_end is not None:
-            on_epoch_end(epoch + 1, fit)
-
-    if eval_sets is not None and int(train_config.epochs) not in fit.evaluations:
-        evaluate(int(train_config.epochs))
+        s.end_of_epoch(fit, stack.predict_proba, epoch, means_ep, time.perf_counter() - t0)
     for p in params:
         p.requires_grad_(False)
-    fit.seconds = time.perf_counter() - t_start
-    fit.predict_proba = stack.predict_proba  # type: ignore[attr-defined]
-    return fit
+    return s.finish(fit, stack, stack.predict_proba)

@@ -33,18 +33,27 @@ CASES = {
     "published code": (compat_config(PrototypeMILConfig(n_prototypes=3)),
                        compat_train_config(TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=1e-2,
                                                        batch_size=2), lr_halving_every=2), "instance"),
+    "cosine, max+mean, l2, no layer norm": (
+        PrototypeMILConfig(n_prototypes=3, distance="cosine", pooling=("max", "mean"), weight_penalty="l2",
+                           layer_norm=False),
+        TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=2e-2), "none"),
+    "sqeuclidean, mean only (extra min block penalised), no bias": (
+        PrototypeMILConfig(n_prototypes=4, distance="sqeuclidean", pooling=("mean",), bias=False),
+        TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=2e-2), "feature"),
 }
+BACKENDS = ["tensor", "compiled"]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", list(CASES))
-def test_batched_equals_sequential(case):
+def test_batched_equals_sequential(case, backend):
     mconf, tconf, std = CASES[case]
     # Very different bag sizes (1..60) so several size groups form in each tick.
     bags, y = make_concept_bags(n_bags=30, n_features=5, seed=3, min_size=1, max_size=60)
     train_sets = [np.arange(0, 20), np.arange(4, 30), np.arange(9, 26)]  # unequal sizes: idle ticks
     seeds = [11, 12, 13]
     fit = train_batched(bags, y, train_sets, seeds, mconf, tconf, standardization=std,
-                        dtype=torch.float64, device="cpu", eval_sets=[np.arange(30)] * 3)
+                        dtype=torch.float64, device="cpu", eval_sets=[np.arange(30)] * 3, backend=backend)
     for m in range(3):
         model, history = _sequential(bags, y, train_sets[m], seeds[m], mconf, tconf, std)
         torch.testing.assert_close(fit.prototypes[m], model.prototypes.detach(), rtol=1e-9, atol=1e-9)
@@ -172,7 +181,41 @@ def test_precomputed_table_and_on_the_fly_standardisation_agree():
     sets, seeds = [np.arange(0, 18), np.arange(6, 24)], [1, 2]
     mconf, tconf = CASES["paper"][0], CASES["paper"][1]
     kw = dict(dtype=torch.float64, device="cpu", eval_sets=[np.arange(24)] * 2)
-    with_table = train_batched(bags, y, sets, seeds, mconf, tconf, **kw)
-    without = train_batched(bags, y, sets, seeds, mconf, tconf, table_limit_bytes=0, **kw)
+    with_table = train_batched(bags, y, sets, seeds, mconf, tconf, backend="tensor", **kw)
+    without = train_batched(bags, y, sets, seeds, mconf, tconf, table_limit_bytes=0, backend="tensor", **kw)
     torch.testing.assert_close(with_table.prototypes, without.prototypes, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(with_table.evaluations[tconf.epochs][1], without.evaluations[tconf.epochs][1])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_three_classes_match_the_sequential_trainer(backend):
+    bags, _ = make_concept_bags(n_bags=24, n_features=4, seed=5, min_size=2, max_size=9)
+    y = np.arange(24) % 3
+    mconf = PrototypeMILConfig(n_prototypes=3, pooling=("min", "max"))
+    tconf = TrainConfig(epochs=2, lr_prototypes=1e-2, lr_classifier=2e-2)
+    train = np.arange(20)
+    fit = train_batched(bags, y, [train], [7], mconf, tconf, dtype=torch.float64, device="cpu",
+                        eval_sets=[np.arange(24)], backend=backend)
+    st = BagStandardizer("feature").fit([bags[i] for i in train])
+    model = PrototypeMIL(4, 3, mconf, generator=torch.Generator().manual_seed(7)).double()
+    train_model(model, [torch.as_tensor(st.transform_instances(bags[i])) for i in train], torch.as_tensor(y[train]),
+                tconf, seed=7)
+    torch.testing.assert_close(fit.weight[0], model.weight.detach(), rtol=1e-9, atol=1e-9)
+    from minitorch_proto.bags import BagBatch
+
+    proba = model.predict_proba_batch(BagBatch.from_bags(st.transform(bags), dtype=torch.float64)).numpy()
+    assert proba.shape == (24, 3)
+    np.testing.assert_allclose(fit.evaluations[2][0], proba, rtol=1e-8, atol=1e-10)
+
+
+def test_backends_agree_in_float32_and_unknown_backend_is_an_error():
+    bags, y = make_concept_bags(n_bags=40, n_features=6, seed=6, min_size=1, max_size=30)
+    sets, seeds = [np.arange(0, 30), np.arange(10, 40)], [3, 4]
+    mconf, tconf = PrototypeMILConfig(n_prototypes=5), TrainConfig(epochs=5, lr_prototypes=1e-2, lr_classifier=1e-2)
+    fits = {b: train_batched(bags, y, sets, seeds, mconf, tconf, device="cpu", eval_sets=[np.arange(40)] * 2,
+                             backend=b) for b in BACKENDS}
+    assert fits["compiled"].prototypes.dtype == torch.float32
+    torch.testing.assert_close(fits["compiled"].prototypes, fits["tensor"].prototypes, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(fits["compiled"].evaluations[5][1], fits["tensor"].evaluations[5][1], atol=1e-4)
+    with pytest.raises(ValueError, match="backend"):
+        train_batched(bags, y, sets, seeds, mconf, tconf, device="cpu", backend="fortran")
