@@ -549,11 +549,15 @@ def _fit_compiled(s: _Setup) -> BatchedFit:
         t0 = time.perf_counter()
         schedule = [epoch_batches(len(s.train_sets[m]), tc, rngs[m]) for m in range(M)]
         n_batches = np.array([len(sch) for sch in schedule], dtype=np.int64)
-        sched = np.full((M, int(n_batches.max()), B), -1, dtype=np.int64)
+        plan = np.full((M, int(n_batches.max()), B), -1, dtype=np.int64)
         for m, sch in enumerate(schedule):
-            for t, batch in enumerate(sch):
-                sched[m, t, : len(batch)] = s.train_sets[m][batch]
-        sums = compiled.train_epoch(state, X, start, sizes, y, sched, n_batches, lr_p, lr_w, tc.lr_factor(epoch),
+            # every minibatch is full except perhaps the last
+            order = s.train_sets[m][np.concatenate(sch)]
+            full = (len(order) // B) * B
+            plan[m, : full // B] = order[:full].reshape(-1, B)
+            if full < len(order):
+                plan[m, full // B, : len(order) - full] = order[full:]
+        sums = compiled.train_epoch(state, X, start, sizes, y, plan, n_batches, lr_p, lr_w, tc.lr_factor(epoch),
                                     mc, tc, kmax)
         s.end_of_epoch(fit, predict_proba, epoch, (sums / n_batches[:, None]).T, time.perf_counter() - t0)
     return s.finish(fit, stack, predict_proba)

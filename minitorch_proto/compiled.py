@@ -48,7 +48,7 @@ _FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 def _jit(fn):
     if not AVAILABLE:  # pragma: no cover
         return fn
-    return njit(fastmath=_FASTMATH, cache=True, nogil=True)(fn)
+    return njit(fastmath=_FASTMATH, cache=True, nogil=True, error_model="numpy")(fn)
 
 
 def set_threads(n: int | None) -> int:
@@ -435,8 +435,8 @@ def _adam(param, grad, m1, m2, c):
 
 if AVAILABLE:
 
-    @njit(parallel=True, cache=True, fastmath=_FASTMATH)
-    def _train_epoch(X, start, sizes, y, plan, n_batches, P, W, b, mP, vP, mW, vW, mb, vb, aP, aW, ab, step,
+    @njit(parallel=True, cache=True, fastmath=_FASTMATH, error_model="numpy")
+    def _run_epoch(X, start, sizes, y, plan, n_batches, P, W, b, mP, vP, mW, vW, mb, vb, aP, aW, ab, step,
                      lr_p, lr_w, factor, pools, code, pen_min, layer_norm, ln_eps, has_bias, lam_w, lam_p, lam_d,
                      w_l1, p_norm, accumulate, beta1, beta2, adam_eps, kmax, sums, eps):
         M, D, L = P.shape
@@ -500,8 +500,8 @@ if AVAILABLE:
                     _adam(bm, gb, mb[m], vb[m], cw)
 
 
-    @njit(parallel=True, cache=True, fastmath=_FASTMATH)
-    def _predict(X, start, sizes, slot_model, slot_bag, P, W, b, pools, code, pen_min, layer_norm, ln_eps,
+    @njit(parallel=True, cache=True, fastmath=_FASTMATH, error_model="numpy")
+    def _predict_slots(X, start, sizes, slot_model, slot_bag, P, W, b, pools, code, pen_min, layer_norm, ln_eps,
                  has_bias, eps, kmax, out):
         M, D, L = P.shape
         O, F = W.shape[1], W.shape[2]
@@ -544,13 +544,19 @@ def train_epoch(state: EpochState, X, start, sizes, y, plan, n_batches, lr_p, lr
     sums = np.zeros((state.P.shape[0], 4))
     pools, code, pen_min, layer_norm, ln_eps = _codes(c)
     eps = float(np.finfo(X.dtype).eps)
-    _train_epoch(
-        X, start, sizes, y, plan, n_batches, state.P, state.W, state.b, *state.moments, *state.accumulated,
-        state.step, lr_p, lr_w, float(factor), pools, code, pen_min, layer_norm, ln_eps, state.has_bias, float(c.lambda_w), float(c.lambda_p),
-        float(c.lambda_d), c.weight_penalty == "l1", c.prototype_penalty == "norm",
-        bool(train_config.accumulate_gradients), float(train_config.betas[0]), float(train_config.betas[1]),
-        float(train_config.eps), int(kmax), sums, eps,
-    )
+    # Models differ in cost (Musk1 and Musk2 folds train together in the CV runner):
+    # hand them to threads one at a time rather than in two fixed halves.
+    previous = numba.set_parallel_chunksize(1)
+    try:
+        _run_epoch(
+            X, start, sizes, y, plan, n_batches, state.P, state.W, state.b, *state.moments, *state.accumulated,
+            state.step, lr_p, lr_w, float(factor), pools, code, pen_min, layer_norm, ln_eps, state.has_bias,
+            float(c.lambda_w), float(c.lambda_p), float(c.lambda_d), c.weight_penalty == "l1",
+            c.prototype_penalty == "norm", bool(train_config.accumulate_gradients), float(train_config.betas[0]),
+            float(train_config.betas[1]), float(train_config.eps), int(kmax), sums, eps,
+        )
+    finally:
+        numba.set_parallel_chunksize(previous)
     return sums
 
 
@@ -563,6 +569,6 @@ def predict_logits(state: EpochState, X, start, sizes, slot_model, slot_bag, mod
     """Logits (S, O) of bag ``slot_bag[s]`` under model ``slot_model[s]``; bags laid out as for :func:`train_epoch`."""
     out = np.empty((len(slot_model), state.W.shape[1]))
     eps = float(np.finfo(X.dtype).eps)
-    _predict(X, start, sizes, np.asarray(slot_model, np.int64), np.asarray(slot_bag, np.int64), state.P, state.W,
-             state.b, *_codes(model_config), state.has_bias, eps, int(kmax), out)
+    _predict_slots(X, start, sizes, np.asarray(slot_model, np.int64), np.asarray(slot_bag, np.int64), state.P,
+                   state.W, state.b, *_codes(model_config), state.has_bias, eps, int(kmax), out)
     return out
