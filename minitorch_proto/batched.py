@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -169,7 +169,10 @@ class BatchedFit:
 
     def module(self, m: int) -> PrototypeMIL:
         """Model ``m`` as an ordinary :class:`PrototypeMIL` on the CPU."""
-        mod = PrototypeMIL(self.prototypes.shape[2], self.n_classes, self.config)
+        # The trained values replace the initialisation, and data-driven inits would
+        # need the training instances: build with "normal", then restore the config.
+        mod = PrototypeMIL(self.prototypes.shape[2], self.n_classes, replace(self.config, init="normal"))
+        mod.config = self.config
         with torch.no_grad():
             mod.prototypes.copy_(self.prototypes[m].detach().cpu().float())
             mod.weight.copy_(self.weight[m].detach().cpu().float())
@@ -347,6 +350,9 @@ def train_batched(
         Tensor backend: keep a standardised copy of the pool per model when it fits
         in this many bytes (default 1 GiB; faster), else standardise gathered rows
         on the fly.
+    on_epoch_end : callable(epoch, fit), optional
+        Called with epoch 0 before training (the initial parameters) and after
+        every epoch; ``fit`` holds the current parameters.
     backend : {"auto", "compiled", "tensor"}
         ``"compiled"``: each model's steps run in one compiled loop
         (:mod:`minitorch_proto.compiled`, numba; CPU only), models in parallel over
@@ -465,6 +471,10 @@ class _Setup:
         proba = predict_proba(sm, sb)
         fit.evaluations[epoch] = np.split(proba, np.cumsum([len(e) for e in sets])[:-1])
 
+    def start(self, fit: BatchedFit) -> None:
+        if self.on_epoch_end is not None:
+            self.on_epoch_end(0, fit)
+
     def end_of_epoch(self, fit: BatchedFit, predict_proba: Callable, epoch: int, means_ep: np.ndarray,
                      seconds: float) -> None:
         """Record the epoch's mean loss terms (shape (4, M)), evaluate if due, call the hook."""
@@ -539,6 +549,7 @@ def _fit_compiled(s: _Setup) -> BatchedFit:
     lr_p, lr_w = s.learning_rates()
     rngs = [np.random.default_rng(int(seed)) for seed in s.seeds]
     y = np.asarray(s.y, dtype=np.int64)
+    s.start(fit)
 
     def predict_proba(slot_model, slot_bag):
         logits = compiled.predict_logits(state, X, start, sizes, slot_model, slot_bag, mc, kmax)
@@ -587,7 +598,7 @@ def _fit_tensor(s: _Setup) -> BatchedFit:
     model_ids = np.arange(M)
 
     fit = BatchedFit(P, W, b, model_config, s.standardizers, s.n_classes, history=[[] for _ in range(M)])
-
+    s.start(fit)
     for epoch in _progress(range(int(train_config.epochs)), s.progress, f"epochs ({M} models)"):
         t0 = time.perf_counter()
         factor = train_config.lr_factor(epoch)

@@ -45,6 +45,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compat", default="none", choices=["none", "official"],
                    help="'official': the published code's behaviour (see NOTES.md); default: the paper")
     g.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    g.add_argument("--backend", default="auto", choices=["auto", "compiled", "tensor"],
+                   help="training engine: compiled loops (CPU; the default there) or batched tensors (CPU/CUDA)")
     g.add_argument("--seed", type=int, default=0)
 
 
@@ -98,7 +100,7 @@ def _estimator_from(args, dataset_name: str):
     return PrototypeMILClassifier(
         **{k: v for k, v in mconf.to_dict().items() if k != "layer_norm_eps"},
         **{k: v for k, v in tconf.to_dict().items() if k not in ("betas", "eps")},
-        standardization=std, device=args.device, random_state=args.seed, verbose=True,
+        standardization=std, device=args.device, backend=args.backend, random_state=args.seed, verbose=True,
     )
 
 
@@ -127,7 +129,8 @@ def cmd_reproduce(args) -> int:
                 mconf, tconf, std = _configs(args, d.name, compat)
                 tasks.append(CVTask(d.name, d.bags, d.y, folds[name], mconf, tconf, std, method))
             evaluations = ("final", "test_selected") if compat == "official" else ("final",)
-            res = cross_validate_many(tasks, evaluations=evaluations, device=args.device, progress=not args.quiet)
+            res = cross_validate_many(tasks, evaluations=evaluations, device=args.device, progress=not args.quiet,
+                                      backend=args.backend)
         elif method == PROTOTYPE_TUNED:
             from .cv import cross_validate_tuned
 
@@ -137,7 +140,8 @@ def cmd_reproduce(args) -> int:
                 grid = [dict(lr_prototypes=tconf.lr_prototypes * k, lr_classifier=tconf.lr_classifier * k)
                         for k in TUNING_MULTIPLIERS]
                 r, c = cross_validate_tuned(CVTask(d.name, d.bags, d.y, folds[name], mconf, tconf, std, method),
-                                            grid, device=args.device, progress=not args.quiet)
+                                            grid, device=args.device, progress=not args.quiet,
+                                            backend=args.backend)
                 parts.append(r)
                 choices.append(c)
             res = pd.concat(parts, ignore_index=True)
@@ -203,7 +207,8 @@ def cmd_cv(args) -> int:
     folds = stratified_folds(data.y, args.repeats, args.folds, random_state=args.seed)
     evaluations = ("final", "test_selected") if args.compat == "official" else ("final",)
     res = cross_validate_prototype(data.bags, data.y, folds, mconf, tconf, dataset=data.name,
-                                   standardization=std, evaluations=evaluations, device=args.device, progress=True)
+                                   standardization=std, evaluations=evaluations, device=args.device, progress=True,
+                                   backend=args.backend)
     summ = summarize(res)
     print(summ.to_string(index=False))
     if args.out:

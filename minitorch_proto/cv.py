@@ -152,6 +152,7 @@ def cross_validate_many(
     device="auto",
     dtype=None,
     progress: bool = False,
+    backend: str = "auto",
 ) -> pd.DataFrame:
     """Cross-validate several (data set, setting) tasks, training compatible ones together.
 
@@ -159,7 +160,9 @@ def cross_validate_many(
     at most in the learning rates (the paper's Table 1 varies only those) become
     one batched program: e.g. the 150 models of Fox, Tiger and Elephant. Every
     model still sees only its own fold's training bags, standardised with its own
-    statistics. See :func:`cross_validate_prototype` for the result columns.
+    statistics. ``backend`` chooses how :func:`~minitorch_proto.batched.train_batched`
+    runs them (compiled loops on the CPU by default). See
+    :func:`cross_validate_prototype` for the result columns.
     """
     from .batched import train_batched
 
@@ -197,6 +200,7 @@ def cross_validate_many(
                 eval_every=selection_every if "test_selected" in evaluations else None,
                 device=device,
                 progress=progress,
+                backend=backend,
                 **({"dtype": dtype} if dtype is not None else {}),
             )
             per_model = fit.seconds / len(chunk)
@@ -233,6 +237,7 @@ def cross_validate_prototype(
     models_per_batch: int | None = None,
     device="auto",
     progress: bool = False,
+    backend: str = "auto",
 ) -> pd.DataFrame:
     """Cross-validate the prototype model, training the folds together (batched).
 
@@ -255,7 +260,8 @@ def cross_validate_prototype(
     task = CVTask(dataset, bags, y, folds, model_config or PrototypeMILConfig(), train_config or TrainConfig(),
                   standardization, method)
     return cross_validate_many([task], evaluations=evaluations, selection_every=selection_every,
-                               models_per_batch=models_per_batch, device=device, progress=progress)
+                               models_per_batch=models_per_batch, device=device, progress=progress,
+                               backend=backend)
 
 
 def cross_validate_estimator(
@@ -331,6 +337,7 @@ def cross_validate_tuned(
     score: str = "auc",
     device="auto",
     progress: bool = False,
+    backend: str = "auto",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Cross-validate with learning rates chosen on inner splits of each training fold.
 
@@ -366,7 +373,7 @@ def cross_validate_tuned(
         standardization=task.standardization,
         lr_prototypes=[grid[m[1]]["lr_prototypes"] for m in inner],
         lr_classifier=[grid[m[1]]["lr_classifier"] for m in inner],
-        eval_sets=[m[3] for m in inner], device=device, progress=progress,
+        eval_sets=[m[3] for m in inner], device=device, progress=progress, backend=backend,
     )
     last = int(task.train_config.epochs)
     scores = np.full((len(task.folds), len(grid)), 0.0)
@@ -380,7 +387,7 @@ def cross_validate_tuned(
         task.train_config, standardization=task.standardization,
         lr_prototypes=[grid[g]["lr_prototypes"] for g in chosen],
         lr_classifier=[grid[g]["lr_classifier"] for g in chosen],
-        eval_sets=[f.test for f in task.folds], device=device, progress=progress,
+        eval_sets=[f.test for f in task.folds], device=device, progress=progress, backend=backend,
     )
     seconds = (time.perf_counter() - t0) / len(task.folds)
     rows, choice_rows = [], []

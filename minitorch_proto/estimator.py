@@ -10,11 +10,11 @@ from typing import Sequence
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from .model import PrototypeMIL, PrototypeMILConfig, head_logits, normalize_features
 from .preprocessing import BagStandardizer
-from .trainer import TrainConfig, resolve_device, train_model
+from .trainer import TrainConfig, resolve_device
 from .validation import check_bags, check_labels
 
 __all__ = ["PrototypeMILClassifier", "load_model"]
@@ -50,6 +50,9 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         Fitted on the bags passed to :meth:`fit` only.
     device : str, default="auto"
         "auto" uses CUDA when available.
+    backend : {"auto", "compiled", "tensor"}, default="auto"
+        How training runs (:func:`~minitorch_proto.batched.train_batched`): a compiled
+        loop on the CPU, or batched tensor operations (CPU or CUDA). Same result.
     random_state : int, default=0
         Seeds the initial parameters and the order of the bags.
     verbose : bool, default=False
@@ -97,6 +100,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         accumulate_gradients: bool = False,
         standardization: str = "feature",
         device: str = "auto",
+        backend: str = "auto",
         random_state: int = 0,
         verbose: bool = False,
         chunk_size: int = 65_536,
@@ -122,6 +126,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         self.accumulate_gradients = accumulate_gradients
         self.standardization = standardization
         self.device = device
+        self.backend = backend
         self.random_state = random_state
         self.verbose = verbose
         self.chunk_size = chunk_size
@@ -161,34 +166,48 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         """Fit on a sequence of bags (each n_instances x n_features) and their labels.
 
         ``on_epoch_end(epoch, model)``, if given, is called once with epoch 0 before
-        training (the initial parameters) and after every epoch, with the torch
-        module being trained (``standardizer_`` is already fitted by then).
+        training (the initial parameters) and after every epoch, with a
+        :class:`PrototypeMIL` holding the current parameters (``standardizer_`` is
+        already fitted by then).
         """
+        seed = int(self.random_state) if self.random_state is not None else 0
+        self._fit_many(bags, y, [seed], [self], on_epoch_end)
+        return self
+
+    def fit_seeds(self, bags: Sequence[np.ndarray], y, seeds: Sequence[int]) -> list["PrototypeMILClassifier"]:
+        """Fit one copy of this estimator per seed, all in one batched program.
+
+        Returns fitted clones with ``random_state`` set to each seed; each equals
+        ``clone(self).set_params(random_state=seed).fit(bags, y)``, but training
+        them together costs little more than training one (see ``batched``).
+        """
+        seeds = [int(s) for s in seeds]
+        if not seeds:
+            raise ValueError("seeds is empty.")
+        clones = [clone(self).set_params(random_state=s) for s in seeds]
+        self._fit_many(bags, y, seeds, clones, None)
+        return clones
+
+    def _fit_many(self, bags, y, seeds, targets, on_epoch_end) -> None:
+        from .batched import train_batched
+
         mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
         bags = check_bags(bags)
-        y_enc, self.classes_ = check_labels(y, len(bags))
-        self.n_features_in_ = bags[0].shape[1]
-        self.standardizer_ = BagStandardizer(self.standardization).fit(bags)
-        std_bags = self.standardizer_.transform(bags)
-        device = resolve_device(self.device)
-        seed = int(self.random_state) if self.random_state is not None else 0
-        init_instances = np.concatenate(std_bags) if mconf.init != "normal" else None
-        model = PrototypeMIL(
-            self.n_features_in_,
-            len(self.classes_),
-            mconf,
-            generator=torch.Generator().manual_seed(seed),
-            init_instances=init_instances,
-        ).to(device)
-        tensors = [torch.as_tensor(b, dtype=torch.float32, device=device) for b in std_bags]
+        y_enc, classes = check_labels(y, len(bags))
+        standardizer = BagStandardizer(self.standardization).fit(bags)
+        for est in targets:
+            est.classes_, est.n_features_in_, est.standardizer_ = classes, bags[0].shape[1], standardizer
+        hook = None
         if on_epoch_end is not None:
-            on_epoch_end(0, model)
-        self.history_ = train_model(
-            model, tensors, torch.as_tensor(y_enc, device=device), tconf, seed=seed, progress=self.verbose,
-            on_epoch_end=on_epoch_end,
+            hook = lambda epoch, fit: on_epoch_end(epoch, fit.module(0))  # noqa: E731
+        fit = train_batched(
+            bags, y_enc, [np.arange(len(bags))] * len(seeds), seeds, mconf, tconf, n_classes=len(classes),
+            standardization=self.standardization, device=resolve_device(self.device), progress=self.verbose,
+            on_epoch_end=hook, backend=self.backend,
         )
-        self.model_ = model.cpu()
-        return self
+        for m, est in enumerate(targets):
+            est.history_ = fit.history[m]
+            est.model_ = fit.module(m).eval()
 
     # ---------------------------------------------------------- predict
     def _check_fitted(self) -> None:

@@ -276,3 +276,35 @@ def test_save_and_load_data_driven_initialisations(tmp_path, init):
     again = load_model(clf.save(tmp_path / "m.pt"))
     np.testing.assert_array_equal(again.predict_proba(bags), clf.predict_proba(bags))
     assert again.model_.config.init == init
+
+
+def test_fit_seeds_trains_several_seeds_together_and_equals_separate_fits():
+    bags, y = make_concept_bags(n_bags=24, seed=0)
+    base = PrototypeMILClassifier(**{**FAST, "epochs": 5})
+    many = base.fit_seeds(bags, y, [1, 2, 3])
+    assert not hasattr(base, "model_")  # the template itself stays unfitted
+    assert [m.random_state for m in many] == [1, 2, 3]
+    for seed, est in zip([1, 2, 3], many):
+        single = clone(base).set_params(random_state=seed).fit(bags, y)
+        np.testing.assert_allclose(est.predict_proba(bags), single.predict_proba(bags), rtol=1e-5, atol=1e-6)
+        assert len(est.history_) == 5
+    assert not np.allclose(many[0].predict_proba(bags), many[1].predict_proba(bags))
+    with pytest.raises(ValueError, match="seeds"):
+        base.fit_seeds(bags, y, [])
+
+
+@pytest.mark.parametrize("backend", ["tensor", "compiled"])
+def test_estimator_matches_the_sequential_reference_trainer(backend):
+    import torch
+
+    from minitorch_proto.model import PrototypeMIL
+    from minitorch_proto.preprocessing import BagStandardizer
+    from minitorch_proto.trainer import train_model
+
+    bags, y = make_concept_bags(n_bags=20, seed=4)
+    clf = PrototypeMILClassifier(**{**FAST, "epochs": 4}, random_state=9, backend=backend).fit(bags, y)
+    st = BagStandardizer("feature").fit(bags)
+    model = PrototypeMIL(bags[0].shape[1], 2, clf.model_config(), generator=torch.Generator().manual_seed(9))
+    train_model(model, [torch.as_tensor(b, dtype=torch.float32) for b in st.transform(bags)], torch.as_tensor(y),
+                clf.train_config(), seed=9)
+    torch.testing.assert_close(clf.model_.prototypes, model.prototypes, rtol=1e-4, atol=1e-5)
