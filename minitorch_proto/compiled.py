@@ -184,10 +184,13 @@ def _add_distance_grad(x, p, code, dist, g, xnorm, pnorm, eps, out):
             for l in range(L):
                 out[l] -= g * x[l] / (nx * eps)
     else:
-        dot = 0.0
-        for l in range(L):
-            dot += x[l] * p[l]
-        if xnorm + pnorm - 2.0 * dot >= 0:  # clamp_min passes the gradient where not clamped
+        passes = dist > 0  # clamp_min passes the gradient where not clamped, v >= 0
+        if not passes:  # rare: only then is the unclamped value v needed
+            dot = 0.0
+            for l in range(L):
+                dot += x[l] * p[l]
+            passes = xnorm + pnorm - 2.0 * dot >= 0
+        if passes:
             inv = 1.0 / pnorm if pnorm > 0 else 0.0
             for l in range(L):
                 out[l] += g * (p[l] * inv - 2.0 * x[l])
