@@ -1,21 +1,26 @@
-"""Train many independent prototype MIL models as one tensor program.
+"""Train many independent prototype MIL models at once.
 
 The paper's protocol (batch size 1, 100 epochs, 5 x 10-fold CV on five data sets)
 is 250 small models; trained one after another, almost all of the time goes to
-per-step framework overhead, not arithmetic. Here M models advance together:
-at every tick each model takes one step on its own next minibatch, so the
-framework overhead is paid once per tick instead of once per model.
+per-step framework overhead, not arithmetic. :func:`train_batched` fits M models
+in one call, with two backends that give the same models:
 
-Each model keeps exactly the semantics of ``trainer.train_model``: its own
-training bags in its own order (from its own seed), its own initialisation,
+``"compiled"`` (the default on the CPU)
+    Each model's epoch is one compiled loop (:mod:`minitorch_proto.compiled`):
+    forward, hand-written gradients and Adam with no per-step overhead; the
+    models run in parallel over the cores. No padding: each step touches only
+    its own bag's instances.
+``"tensor"`` (CUDA, or where numba is missing)
+    The M models advance together: at every tick each model takes one step on
+    its own next minibatch through batched torch operations, so the framework
+    overhead is paid once per tick instead of once per model. Bags of very
+    different sizes (Musk2: 1 to 1,044 instances) are not all padded to the
+    largest: the tick's bags are sorted by size and cut into at most three
+    groups, each one batched matrix product.
+
+Either way each model keeps exactly the semantics of ``trainer.train_model``: its
+own training bags in its own order (from its own seed), its own initialisation,
 its own Adam state and learning rates, its own feature standardisation.
-Models that have fewer training bags than others sit out the last ticks of an
-epoch (their parameters and Adam state do not move).
-
-Bags of very different sizes (Musk2: 1 to 1,044 instances) are not all padded to
-the largest: the tick's bags are sorted by size and cut into at most three groups
-(cut where padding would cost more than another batched product), and each group
-is one batched matrix product.
 """
 from __future__ import annotations
 
