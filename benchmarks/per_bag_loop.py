@@ -19,7 +19,9 @@ class PerBagPrototypeMIL(nn.Module):
         super().__init__()
         gen = torch.Generator().manual_seed(seed)
         self.prototypes = nn.Parameter(torch.randn(n_prototypes, n_features, generator=gen))
-        self.head = nn.Linear(n_prototypes, 1)
+        with torch.random.fork_rng(devices=[]):  # seeded head, global RNG left untouched
+            torch.manual_seed(seed)
+            self.head = nn.Linear(n_prototypes, 1)
 
     def forward(self, bag: torch.Tensor):
         phi = torch.cdist(bag, self.prototypes).min(dim=0).values
