@@ -219,3 +219,17 @@ def test_backends_agree_in_float32_and_unknown_backend_is_an_error():
     np.testing.assert_allclose(fits["compiled"].evaluations[5][1], fits["tensor"].evaluations[5][1], atol=1e-4)
     with pytest.raises(ValueError, match="backend"):
         train_batched(bags, y, sets, seeds, mconf, tconf, device="cpu", backend="fortran")
+
+
+def test_auto_backend_falls_back_to_tensors_without_numba(monkeypatch):
+    from minitorch_proto import compiled
+
+    bags, y = make_concept_bags(n_bags=12, n_features=3, seed=8)
+    kw = dict(device="cpu", eval_sets=[np.arange(12)], dtype=torch.float64)
+    mconf, tconf = PrototypeMILConfig(n_prototypes=2), TrainConfig(epochs=2, lr_prototypes=1e-2, lr_classifier=1e-2)
+    reference = train_batched(bags, y, [np.arange(12)], [1], mconf, tconf, backend="tensor", **kw)
+    monkeypatch.setattr(compiled, "AVAILABLE", False)
+    fallback = train_batched(bags, y, [np.arange(12)], [1], mconf, tconf, **kw)
+    torch.testing.assert_close(fallback.prototypes, reference.prototypes, rtol=0, atol=0)
+    with pytest.raises(ValueError, match="numba"):
+        train_batched(bags, y, [np.arange(12)], [1], mconf, tconf, backend="compiled", **kw)
