@@ -388,6 +388,14 @@ def train_batched(
             raise ValueError(f"Training set of model {m} holds a single class.")
     n_classes = int(n_classes or (y.max() + 1))
     dev = resolve_device(device)
+    if backend not in ("auto", "compiled", "tensor"):
+        raise ValueError(f"backend must be 'auto', 'compiled' or 'tensor', got {backend!r}.")
+    if backend == "compiled" and (dev.type != "cpu" or not compiled.AVAILABLE):
+        raise ValueError("backend='compiled' needs device='cpu' and numba installed; use backend='tensor'.")
+    if backend == "compiled" or (backend == "auto" and dev.type == "cpu" and compiled.AVAILABLE):
+        run = _fit_compiled
+    else:
+        run = _fit_tensor
     t_start = time.perf_counter()
 
     pool = BagPool(bags, dev)
@@ -413,14 +421,6 @@ def train_batched(
         means = torch.as_tensor(np.stack([s.mean_ for s in standardizers]), device=dev)
         scales = torch.as_tensor(np.stack([s.scale_ for s in standardizers]), device=dev)
 
-    if backend not in ("auto", "compiled", "tensor"):
-        raise ValueError(f"backend must be 'auto', 'compiled' or 'tensor', got {backend!r}.")
-    if backend == "compiled" and (dev.type != "cpu" or not compiled.AVAILABLE):
-        raise ValueError("backend='compiled' needs device='cpu' and numba installed; use backend='tensor'.")
-    if backend == "compiled" or (backend == "auto" and dev.type == "cpu" and compiled.AVAILABLE):
-        run = _fit_compiled
-    else:
-        run = _fit_tensor
     setup = _Setup(bags, y, train_sets, seeds, model_config, train_config, n_classes, standardization,
                    lr_prototypes, lr_classifier, eval_sets, eval_every, dev, dtype, progress, num_threads,
                    table_limit_bytes, on_epoch_end, pool, modules, means, scales, standardizers)
@@ -518,9 +518,13 @@ def _numpy_dtype(dtype: torch.dtype):
 
 def _fit_compiled(s: _Setup) -> BatchedFit:
     """Every model's epoch as one compiled loop (``minitorch_proto.compiled``), models in parallel."""
+    with compiled.threads(s.num_threads):
+        return _train_compiled(s)
+
+
+def _train_compiled(s: _Setup) -> BatchedFit:
     M, mc, tc = s.n_models, s.model_config, s.train_config
     np_dtype = _numpy_dtype(s.dtype)
-    compiled.set_threads(s.num_threads)
     # Each model's own standardised copy of the bags it trains and is evaluated on, made once
     # (the pool already holds per-instance z-scores when that is the standardisation).
     sizes, offsets = s.pool.sizes.astype(np.int64), s.pool.offsets

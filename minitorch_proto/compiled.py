@@ -27,6 +27,8 @@ a distance or norm of exactly 0 passes no gradient (``safe_sqrt``).
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 try:  # numba is a dependency, but the tensor backend works without it.
@@ -39,7 +41,7 @@ except ImportError:  # pragma: no cover - exercised only where numba is missing
     AVAILABLE = False
 
 __all__ = [
-    "AVAILABLE", "DISTANCE_CODES", "POOLING_CODES", "EpochState", "train_epoch", "predict_logits", "set_threads",
+    "AVAILABLE", "DISTANCE_CODES", "POOLING_CODES", "EpochState", "train_epoch", "predict_logits", "threads",
 ]
 
 DISTANCE_CODES = {"euclidean": 0, "sqeuclidean": 1, "manhattan": 2, "cosine": 3, "pseudo": 4}
@@ -56,14 +58,19 @@ def _jit(fn):
     return njit(fastmath=_FASTMATH, cache=True, nogil=True, error_model="numpy")(fn)
 
 
-def set_threads(n: int | None) -> int:
-    """Use ``n`` threads for the parallel loop over models (None: every core). Returns the number used."""
+@contextlib.contextmanager
+def threads(n: int | None):
+    """Use ``n`` threads for the parallel loop over models (None: every core), restoring the count after."""
     if not AVAILABLE:  # pragma: no cover
-        return 1
+        yield
+        return
+    previous = numba.get_num_threads()
     limit = numba.config.NUMBA_NUM_THREADS
-    n = limit if n is None else max(1, min(int(n), limit))
-    numba.set_num_threads(n)
-    return n
+    numba.set_num_threads(limit if n is None else max(1, min(int(n), limit)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
 
 
 @_jit
@@ -122,12 +129,13 @@ def _dots(X, r0, K, P, out):
 
 
 @_jit
-def _distances(X, r0, K, P, code, psq, eps, out):
+def _distances(X, r0, K, P, code, psq, eps, out, xnorms):
     """Distances (K, D) of a bag's instances to the prototypes (see ``distances.pairwise_distance``).
 
     ``psq`` holds the prototypes' squared norms. Like the tensor code, Euclidean
     distances use ``|x|^2 + |p|^2 - 2 x.p`` (clamped at 0), so the cost is one
-    matrix product.
+    matrix product. The instances' norms go to ``xnorms`` (K,) for the backward
+    pass of the cosine and pseudo distances (0 for Manhattan, which needs none).
     """
     D, L = P.shape
     if code == 2:  # manhattan
@@ -138,6 +146,7 @@ def _distances(X, r0, K, P, code, psq, eps, out):
                 for l in range(L):
                     acc += abs(x[l] - P[d, l])
                 out[k, d] = acc
+            xnorms[k] = 0.0
         return
     _dots(X, r0, K, P, out)
     for k in range(K):
@@ -145,15 +154,16 @@ def _distances(X, r0, K, P, code, psq, eps, out):
         xsq = 0.0
         for l in range(L):
             xsq += x[l] * x[l]
+        xnorms[k] = np.sqrt(xsq)
         for d in range(D):
             dot = out[k, d]
             if code <= 1:
                 sq = max(xsq + psq[d] - 2.0 * dot, 0.0)
                 out[k, d] = np.sqrt(sq) if code == 0 else sq
             elif code == 3:
-                out[k, d] = 1.0 - dot / (max(np.sqrt(xsq), eps) * max(np.sqrt(psq[d]), eps))
+                out[k, d] = 1.0 - dot / (max(xnorms[k], eps) * max(np.sqrt(psq[d]), eps))
             else:
-                out[k, d] = max(np.sqrt(xsq) + np.sqrt(psq[d]) - 2.0 * dot, 0.0)
+                out[k, d] = max(xnorms[k] + np.sqrt(psq[d]) - 2.0 * dot, 0.0)
 
 
 @_jit
@@ -203,7 +213,7 @@ def _add_distance_grad(x, p, code, dist, g, xnorm, pnorm, eps, out):
 
 @_jit
 def _forward(X, r0, K, Pm, Wm, bm, pools, code, pen_min, layer_norm, ln_eps, has_bias, eps, psq,
-             dist, phi, z, logits, arg_min, arg_max):
+             dist, xnorms, phi, z, logits, arg_min, arg_max):
     """One bag through the model: fills ``dist`` (K, D), ``phi``, ``z`` and ``logits``.
 
     ``phi`` holds the pooled blocks in the configured order, then a min block when
@@ -214,7 +224,7 @@ def _forward(X, r0, K, Pm, Wm, bm, pools, code, pen_min, layer_norm, ln_eps, has
     O = Wm.shape[0]
     n_pool = pools.shape[0]
     F = D * n_pool
-    _distances(X, r0, K, Pm, code, psq, eps, dist)
+    _distances(X, r0, K, Pm, code, psq, eps, dist, xnorms)
     has_min = False
     for j in range(n_pool):
         if pools[j] == 0:
@@ -281,13 +291,13 @@ def _forward(X, r0, K, Pm, Wm, bm, pools, code, pen_min, layer_norm, ln_eps, has
 
 @_jit
 def _bag_gradients(X, r0, K, Pm, Wm, bm, label, pools, code, pen_min, layer_norm, ln_eps, has_bias,
-                   lam_d, scale, eps, psq, dist, phi, z, logits, gl, gz, gphi, arg_min, arg_max, gP, gW, gb):
+                   lam_d, scale, eps, psq, dist, xnorms, phi, z, logits, gl, gz, gphi, arg_min, arg_max, gP, gW, gb):
     """Forward one bag, add its gradients (weighted by ``scale`` = 1/batch size); return (ce, pen)."""
     D = Pm.shape[0]
     O = Wm.shape[0]
     F = D * pools.shape[0]
     n_blocks, min_block, sigma, pen = _forward(X, r0, K, Pm, Wm, bm, pools, code, pen_min, layer_norm, ln_eps,
-                                               has_bias, eps, psq, dist, phi, z, logits, arg_min, arg_max)
+                                               has_bias, eps, psq, dist, xnorms, phi, z, logits, arg_min, arg_max)
     # cross-entropy; gl = d CE / d logits
     if O == 1:
         t = logits[0]
@@ -337,7 +347,6 @@ def _bag_gradients(X, r0, K, Pm, Wm, bm, label, pools, code, pen_min, layer_norm
             gphi[f] += gd
     # pooling and distances: min and max touch one instance per prototype
     n_pool = pools.shape[0]
-    need_norm = code >= 3
     for j in range(n_blocks):
         how = pools[j] if j < n_pool else 0
         for d in range(D):
@@ -347,15 +356,11 @@ def _bag_gradients(X, r0, K, Pm, Wm, bm, label, pools, code, pen_min, layer_norm
             pn = np.sqrt(psq[d])
             if how == 0 or how == 1:
                 k = arg_min[d] if how == 0 else arg_max[d]
-                x = X[r0 + k]
-                xn = _norm(x) if need_norm else 0.0
-                _add_distance_grad(x, Pm[d], code, dist[k, d], g, xn, pn, eps, gP[d])
+                _add_distance_grad(X[r0 + k], Pm[d], code, dist[k, d], g, xnorms[k], pn, eps, gP[d])
             else:
                 g /= K
                 for k in range(K):
-                    x = X[r0 + k]
-                    xn = _norm(x) if need_norm else 0.0
-                    _add_distance_grad(x, Pm[d], code, dist[k, d], g, xn, pn, eps, gP[d])
+                    _add_distance_grad(X[r0 + k], Pm[d], code, dist[k, d], g, xnorms[k], pn, eps, gP[d])
     return ce, pen
 
 
@@ -453,6 +458,7 @@ if AVAILABLE:
         B = plan.shape[2]
         for m in prange(M):
             dist = np.empty((kmax, D), dtype=X.dtype)
+            xnorms = np.empty(kmax)
             phi = np.empty(F + D)
             z = np.empty(F)
             logits = np.empty(O)
@@ -485,7 +491,8 @@ if AVAILABLE:
                         continue
                     ce, pen = _bag_gradients(X, start[m, bag], sizes[bag], Pm, Wm, bm, y[bag], pools, code,
                                              pen_min, layer_norm, ln_eps, has_bias, lam_d, scale, eps, psq,
-                                             dist, phi, z, logits, gl, gz, gphi, arg_min, arg_max, gP, gW, gb)
+                                             dist, xnorms, phi, z, logits, gl, gz, gphi, arg_min, arg_max,
+                                             gP, gW, gb)
                     ce_sum += ce
                     pen_sum += pen
                 w_pen, p_pen = _penalties(Pm, Wm, gP, gW, lam_w, lam_p, w_l1, p_norm)
@@ -517,6 +524,7 @@ if AVAILABLE:
         for s in prange(slot_model.shape[0]):
             m, bag = slot_model[s], slot_bag[s]
             dist = np.empty((kmax, D), dtype=X.dtype)
+            xnorms = np.empty(kmax)
             phi = np.empty(F + D)
             z = np.empty(F)
             logits = np.empty(O)
@@ -524,7 +532,7 @@ if AVAILABLE:
             psq = np.empty(D)
             _squared_norms(P[m], psq)
             _forward(X, start[m, bag], sizes[bag], P[m], W[m], b[m], pools, code, pen_min, layer_norm, ln_eps,
-                     has_bias, eps, psq, dist, phi, z, logits, arg, arg)
+                     has_bias, eps, psq, dist, xnorms, phi, z, logits, arg, arg)
             out[s, :] = logits
 
 

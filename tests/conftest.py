@@ -42,3 +42,12 @@ def shared_mil():
 @pytest.fixture(autouse=True)
 def _seed_torch():
     torch.manual_seed(0)
+
+
+@pytest.fixture
+def one_torch_thread():
+    """One torch thread for the test (restored after): tiny models run faster and repeatably so."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

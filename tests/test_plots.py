@@ -8,7 +8,6 @@ matplotlib.use("Agg")
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 from matplotlib.figure import Figure
 
 from minitorch_proto import plots
@@ -17,12 +16,7 @@ from minitorch_proto.synthetic import make_toy_bags
 from tests.conftest import make_concept_bags
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _save(fig: Figure, tmp_path, name: str):

@@ -169,27 +169,26 @@ def quick_build(out: Path, keep_sources: bool = False) -> Path:
             raise RuntimeError(f"notebook(s) failed under papermill: {', '.join(failures)}")
         shutil.rmtree(data_dir, ignore_errors=True)
         set_execution_off(work / "_config.yml")
-        status = jupyter_book_build(work, out=out)
-        if status != 0:
-            raise RuntimeError(f"jupyter-book build failed with exit status {status}")
-        index = out / "_build" / "html" / "index.html"
-        if not index.is_file():
-            raise RuntimeError(f"the build finished but {index} is missing")
-        return index
+        return checked_build(work, out=out)
     finally:
         if not keep_sources:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def full_build() -> Path:
-    """Build the book in place, executing every notebook with its defaults (cached)."""
-    status = jupyter_book_build(REPO)
+def checked_build(root: Path, out: Path | None = None) -> Path:
+    """Run :func:`jupyter_book_build` and return the site's index, or raise naming what failed."""
+    status = jupyter_book_build(root, out=out)
     if status != 0:
         raise RuntimeError(f"jupyter-book build failed with exit status {status}")
-    index = REPO / "_build" / "html" / "index.html"
+    index = (out or root) / "_build" / "html" / "index.html"
     if not index.is_file():
         raise RuntimeError(f"the build finished but {index} is missing")
     return index
+
+
+def full_build() -> Path:
+    """Build the book in place, executing every notebook with its defaults (cached)."""
+    return checked_build(REPO)
 
 
 def main(argv: list[str] | None = None) -> int:
