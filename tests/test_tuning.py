@@ -1,0 +1,118 @@
+"""Nested tuning: inner splits only, the chosen settings reported, repeatable."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from minitorch_proto.evaluation import tuning
+from minitorch_proto.evaluation.cv import stratified_folds
+from minitorch_proto.evaluation.tuning import (
+    GRID,
+    SearchBudget,
+    halving_schedule,
+    nested_cross_validate,
+    sample_candidates,
+    search_many,
+)
+from minitorch_proto.preprocessing import BagStandardizer
+
+from .conftest import make_concept_bags
+
+SMALL = SearchBudget(n_candidates=4, factor=2, max_epochs=6, eval_every=3, inner_folds=2, n_seeds=2)
+
+
+def test_budget_schedule_and_draw_are_fixed_before_any_data():
+    assert halving_schedule(SearchBudget()) == [(27, 6), (9, 17), (3, 50)]
+    assert halving_schedule(SMALL) == [(4, 3), (2, 6)]
+    a, b = sample_candidates(27, 0), sample_candidates(27, 0)
+    assert a == b and len(set(a)) == 27
+    assert sample_candidates(27, 1) != a
+    for cand in a:
+        for key, values in GRID.items():
+            assert getattr(cand, key) in values
+    assert "27 of 1458 grid points" in SearchBudget().describe()
+    with pytest.raises(ValueError, match="score"):
+        SearchBudget(score="f1")
+
+
+class _Recorder:
+    """Wraps train_batched and BagStandardizer.fit, remembering every bag they are given."""
+
+    def __init__(self, monkeypatch, bags):
+        self.bag_of = {id(b): i for i, b in enumerate(bags)}
+        self.trained, self.evaluated, self.scaled = set(), set(), set()
+        real_train, real_fit = tuning.train_batched, BagStandardizer.fit
+        recorder = self
+
+        def train(bags_, y_, train_sets, seeds, *args, **kwargs):
+            for t in train_sets:
+                recorder.trained |= {recorder.bag_of[id(bags_[i])] for i in t}
+            for e in kwargs.get("eval_sets") or []:
+                recorder.evaluated |= {recorder.bag_of[id(bags_[i])] for i in e}
+            return real_train(bags_, y_, train_sets, seeds, *args, **kwargs)
+
+        def fit(self_, bags_, *args, **kwargs):
+            recorder.scaled |= {recorder.bag_of[id(b)] for b in bags_ if id(b) in recorder.bag_of}
+            return real_fit(self_, bags_, *args, **kwargs)
+
+        monkeypatch.setattr(tuning, "train_batched", train)
+        monkeypatch.setattr(BagStandardizer, "fit", fit)
+
+
+def test_search_never_shows_a_test_bag_to_fit_scaler_or_scoring(monkeypatch):
+    bags, y = make_concept_bags(40, seed=3)
+    fold = stratified_folds(y, 1, 4, random_state=0)[0]
+    rec = _Recorder(monkeypatch, bags)
+    # The pool holds the test bags (as in the real protocol); the search must not read them.
+    search_many(bags, y, [fold.train], [fold.seed], SMALL)
+    test = set(fold.test.tolist())
+    assert rec.trained and rec.scaled and rec.evaluated
+    assert not (rec.trained | rec.scaled | rec.evaluated) & test
+    # The recorder does see test bags when they are used: in the refit's single evaluation.
+    nested_cross_validate(bags, y, [fold], SMALL)
+    assert rec.evaluated & test
+    assert not (rec.trained | rec.scaled) & test
+
+
+def test_nested_cv_reports_choices_per_fold_and_same_seed_same_result():
+    bags, y = make_concept_bags(40, seed=1)
+    folds = stratified_folds(y, 1, 3, random_state=0)
+    res, choices = nested_cross_validate(bags, y, folds, SMALL, dataset="toy")
+    assert len(res) == 3 and len(choices) == 3
+    assert list(choices[["repeat", "fold"]].itertuples(index=False, name=None)) == [(1, 1), (1, 2), (1, 3)]
+    for key in GRID:
+        assert choices[key].notna().all()
+    assert set(choices["distance"]) <= set(GRID["distance"])
+    assert set(choices["epochs"]) <= {3, 6}
+    assert (res["epoch"].to_numpy() == choices["epochs"].to_numpy()).all()
+    assert res["accuracy"].between(0, 1).all() and choices["budget"].nunique() == 1
+    res2, choices2 = nested_cross_validate(bags, y, folds, SMALL, dataset="toy")
+    np.testing.assert_array_equal(res["auc"].to_numpy(), res2["auc"].to_numpy())
+    assert choices["setting"].tolist() == choices2["setting"].tolist()
+
+
+def test_the_refit_ensemble_averages_its_members():
+    bags, y = make_concept_bags(30, seed=2)
+    fold = stratified_folds(y, 1, 3, random_state=0)[0]
+    cand = sample_candidates(1, 0)[0]
+    cand = type(cand)(**{**cand.estimator_params(), "epochs": 4})
+    two = tuning.fit_ensembles(bags, y, [fold.train], [fold.test], [cand], [7], 2)[0]
+    members = [tuning.fit_ensembles(bags, y, [fold.train], [fold.test], [cand], [7 + s], 1)[0] for s in (0, 1)]
+    np.testing.assert_allclose(two, (members[0] + members[1]) / 2, atol=1e-6)
+
+
+def test_scikit_learn_halving_search_accepts_lists_of_bags():
+    """The library route works too (slower: one fit per candidate and split, see the module docstring)."""
+    from sklearn.experimental import enable_halving_search_cv  # noqa: F401
+    from sklearn.model_selection import HalvingRandomSearchCV, StratifiedKFold
+
+    from minitorch_proto.estimator import PrototypeMILClassifier
+
+    bags, y = make_concept_bags(40, seed=0)
+    search = HalvingRandomSearchCV(
+        PrototypeMILClassifier(n_prototypes=4, epochs=2), {"lr_prototypes": [1e-3, 1e-2], "distance": ["euclidean", "cosine"]},
+        n_candidates=4, factor=2, resource="epochs", min_resources=2, max_resources=4, cv=StratifiedKFold(2),
+        scoring="roc_auc", random_state=0,
+    ).fit(bags, y)
+    assert set(search.best_params_) == {"lr_prototypes", "distance", "epochs"}
+    assert search.predict_proba(bags[:3]).shape == (3, 2)
