@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from per_bag_loop import accuracy, train_per_bag  # noqa: E402
 
 from minitorch_proto import PrototypeMIL, PrototypeMILConfig, load_benchmark, paper_configs, stratified_folds  # noqa: E402
-from minitorch_proto.cv import CVTask, cross_validate_many  # noqa: E402
+from minitorch_proto.evaluation.cv import CVTask, cross_validate_many  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -76,8 +76,8 @@ def compare(name: str, epochs: int, runs: int, n_folds_loop: int | None) -> dict
 
 def warm_up() -> float:
     """Compile (or load from numba's on-disk cache) the compiled backend once, outside the timings."""
-    from minitorch_proto.batched import train_batched
-    from minitorch_proto.trainer import TrainConfig
+    from minitorch_proto.training import train_batched
+    from minitorch_proto.training import TrainConfig
 
     rng = np.random.default_rng(0)
     bags = [rng.normal(size=(3, 4)) for _ in range(6)]
@@ -108,8 +108,8 @@ def full_reproduction(runs: int, epochs: int = 100) -> float:
 
 def scaling(quick: bool) -> dict:
     """Time per epoch against total instances, and against the number of models trained together."""
-    from minitorch_proto.batched import train_batched
-    from minitorch_proto.trainer import TrainConfig
+    from minitorch_proto.training import train_batched
+    from minitorch_proto.training import TrainConfig
 
     rng = np.random.default_rng(0)
     mconf = PrototypeMILConfig()

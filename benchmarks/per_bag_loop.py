@@ -1,6 +1,6 @@
 """The straightforward way to train the paper's model: one model, one bag per step.
 
-Kept here as the timing reference for ``minitorch_proto.batched`` (it is not part
+Kept here as the timing reference for ``minitorch_proto.training`` (it is not part
 of the package). It follows the paper exactly like the package does (Euclidean
 distance, min pooling, layer norm, linear head with bias, Eq. 1, Adam with two
 learning rates, batch size 1), written the way a PyTorch user would write it

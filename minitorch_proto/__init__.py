@@ -4,20 +4,20 @@ Data flow, one way: ``datasets`` -> ``bags`` -> ``model`` -> ``trainer``/``batch
 -> ``estimator`` -> ``cv`` -> ``report``/``plots``.
 """
 from .bags import BagBatch
-from .batched import BatchedFit, train_batched
-from .cv import (
+from .training import BatchedFit, train_batched
+from .evaluation.cv import (
     cross_validate_estimator,
     cross_validate_prototype,
     split_file_folds,
     stratified_folds,
     summarize,
 )
-from .datasets import BagDataset, from_dataframe, load_bags_csv, load_benchmark, read_split_files
+from .data import BagDataset, from_dataframe, load_bags_csv, load_benchmark, read_split_files
 from .estimator import PrototypeMILClassifier, load_model
 from .model import PrototypeMIL, PrototypeMILConfig, compat_config
 from .preprocessing import BagStandardizer
-from .reference import paper_configs
-from .trainer import TrainConfig, compat_train_config, train_model
+from .paper import paper_configs
+from .training import TrainConfig, compat_train_config, train_model
 
 __version__ = "0.1.0"
 

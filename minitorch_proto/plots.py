@@ -62,7 +62,7 @@ def _axes_list(axes, fig: Figure | None, n: int, ncols: int, panel: tuple[float,
 
 def _coef_frame(clf: Any) -> pd.DataFrame | None:
     """Per-prototype coefficients for two-class models, else None."""
-    from .explain import prototype_coefficients
+    from .evaluation.explain import prototype_coefficients
 
     if int(clf.model_.weight.shape[0]) != 1:
         return None
@@ -302,7 +302,7 @@ def plot_toy_spaces(
     """
     import torch
 
-    from .explain import instance_distances
+    from .evaluation.explain import instance_distances
     from .model import head_logits, normalize_features
 
     y = np.asarray(y).reshape(-1)
@@ -398,7 +398,7 @@ def plot_bag_explanation(
     Figure
         The bar axes plus one inset axes per thumbnail.
     """
-    from .explain import explain_bag
+    from .evaluation.explain import explain_bag
 
     bag = np.asarray(bag, dtype=float)
     ex = explain_bag(clf, bag)
@@ -514,8 +514,8 @@ def plot_cv_results(
     Parameters
     ----------
     summary_or_results : DataFrame
-        Per-fold results of :mod:`minitorch_proto.cv` (columns dataset, method, evaluation,
-        repeat, fold, accuracy, auc), or their :func:`~minitorch_proto.cv.summarize`.
+        Per-fold results of :mod:`minitorch_proto.evaluation.cv` (columns dataset, method, evaluation,
+        repeat, fold, accuracy, auc), or their :func:`~minitorch_proto.evaluation.cv.summarize`.
     paper : bool or mapping, optional
         ``True``: add the paper's Table 2 row (accuracy, with its printed "+-"). A mapping
         ``label -> {dataset: value or (value, spread)}`` adds any reported rows. Reported bars
@@ -530,9 +530,9 @@ def plot_cv_results(
     -------
     Figure
     """
-    from .cv import summarize
-    from .reference import DATASET_ORDER, PAPER_TABLE2
-    from .report import SPREADS
+    from .evaluation.cv import summarize
+    from .paper import DATASET_ORDER, PAPER_TABLE2
+    from .evaluation.report import SPREADS
 
     if spread not in SPREADS:
         raise ValueError(f"spread must be one of {sorted(SPREADS)}, got {spread!r}.")
@@ -594,7 +594,7 @@ def plot_rank(
     Parameters
     ----------
     results : DataFrame
-        Per-fold results of :mod:`minitorch_proto.cv` with several methods.
+        Per-fold results of :mod:`minitorch_proto.evaluation.cv` with several methods.
     metric : {"accuracy", "auc"}
     ax, fig : optional
 
@@ -602,7 +602,7 @@ def plot_rank(
     -------
     Figure
     """
-    from .report import average_ranks
+    from .evaluation.report import average_ranks
 
     ranks = average_ranks(results, metric=metric)
     n_sets = results.loc[results["evaluation"] == "final", "dataset"].nunique()

@@ -1,4 +1,4 @@
-"""Tests for minitorch_proto.datasets.
+"""Tests for minitorch_proto.data.
 
 Downloads are exercised with ``file://`` URLs only, so the suite needs no network.
 The real benchmark files are read from ``../shared/data/mil`` beside the
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from minitorch_proto.datasets import (
+from minitorch_proto.data import (
     BENCHMARKS,
     CACHE_ENV_VAR,
     DATA_ENV_VAR,

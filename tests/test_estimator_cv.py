@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from sklearn.base import clone
 
-from minitorch_proto.cv import (
+from minitorch_proto.evaluation.cv import (
     cross_validate_estimator,
     cross_validate_prototype,
     split_file_folds,
@@ -15,7 +15,7 @@ from minitorch_proto.cv import (
 )
 from minitorch_proto.estimator import PrototypeMILClassifier, load_model
 from minitorch_proto.model import PrototypeMILConfig
-from minitorch_proto.trainer import TrainConfig
+from minitorch_proto.training import TrainConfig
 
 from .conftest import make_concept_bags
 
@@ -135,7 +135,7 @@ def test_stratified_folds_are_disjoint_stratified_and_deterministic():
 
 
 def test_split_file_folds_from_the_authors_files(shared_mil):
-    from minitorch_proto.datasets import load_benchmark, read_split_files
+    from minitorch_proto.data import load_benchmark, read_split_files
 
     data = load_benchmark("elephant", data_dir=shared_mil)
     folds = split_file_folds(data.bag_ids, read_split_files(shared_mil / "folds", "Elephant"))
@@ -185,7 +185,7 @@ def test_estimator_cv_never_shows_test_bags_to_fit_or_standardisation():
 
 
 def test_batched_cv_standardises_on_training_bags_only():
-    from minitorch_proto.batched import train_batched
+    from minitorch_proto.training import train_batched
 
     bags, y = make_concept_bags(n_bags=20, seed=0)
     folds = stratified_folds(y, n_repeats=1, n_folds=4)
@@ -231,7 +231,7 @@ def test_summary_spreads_by_hand():
 def test_training_data_sets_together_equals_training_them_apart():
     import torch
 
-    from minitorch_proto.cv import CVTask, cross_validate_many
+    from minitorch_proto.evaluation.cv import CVTask, cross_validate_many
 
     a_bags, a_y = make_concept_bags(n_bags=20, seed=0)
     b_bags, b_y = make_concept_bags(n_bags=24, seed=1, shift=2.0)
@@ -249,7 +249,7 @@ def test_training_data_sets_together_equals_training_them_apart():
 
 
 def test_tuning_uses_inner_splits_only_and_picks_the_better_rate():
-    from minitorch_proto.cv import CVTask, cross_validate_tuned
+    from minitorch_proto.evaluation.cv import CVTask, cross_validate_tuned
 
     bags, y = make_concept_bags(n_bags=40, seed=0)
     folds = stratified_folds(y, 1, 4)
@@ -299,7 +299,7 @@ def test_estimator_matches_the_sequential_reference_trainer(backend):
 
     from minitorch_proto.model import PrototypeMIL
     from minitorch_proto.preprocessing import BagStandardizer
-    from minitorch_proto.trainer import train_model
+    from minitorch_proto.training import train_model
 
     bags, y = make_concept_bags(n_bags=20, seed=4)
     clf = PrototypeMILClassifier(**{**FAST, "epochs": 4}, random_state=9, backend=backend).fit(bags, y)

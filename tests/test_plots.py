@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from minitorch_proto import plots
 from minitorch_proto.estimator import PrototypeMILClassifier
-from minitorch_proto.synthetic import make_toy_bags
+from minitorch_proto.data.synthetic import make_toy_bags
 from tests.conftest import make_concept_bags
 
 
@@ -107,7 +107,7 @@ def test_bag_explanation_with_thumbnails(tabular, tmp_path):
     assert len(main.patches) == 3
     assert len(main.child_axes) == 3  # one thumbnail per shown instance
     widths = sorted(abs(p.get_width()) for p in main.patches)
-    from minitorch_proto.explain import explain_bag
+    from minitorch_proto.evaluation.explain import explain_bag
 
     top = np.sort(np.abs(explain_bag(clf, bag)["share"].to_numpy()))[-3:]
     np.testing.assert_allclose(widths, top, rtol=1e-9)
@@ -166,7 +166,7 @@ def test_cv_results_error_bars(tmp_path, spread, word):
 
 
 def test_cv_results_accepts_a_summary(tmp_path):
-    from minitorch_proto.cv import summarize
+    from minitorch_proto.evaluation.cv import summarize
 
     fig = plots.plot_cv_results(summarize(_fake_results()), metric="auc")
     _save(fig, tmp_path, "cv_summary")
@@ -174,7 +174,7 @@ def test_cv_results_accepts_a_summary(tmp_path):
 
 
 def test_rank(tmp_path):
-    from minitorch_proto.report import average_ranks
+    from minitorch_proto.evaluation.report import average_ranks
 
     results = _fake_results()
     fig = plots.plot_rank(results)

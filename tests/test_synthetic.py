@@ -1,4 +1,4 @@
-"""Tests for minitorch_proto.synthetic: toy bags, MIL algorithmic unit tests and their runner."""
+"""Tests for minitorch_proto.data.synthetic: toy bags, MIL algorithmic unit tests and their runner."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,18 +9,18 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from threadpoolctl import threadpool_limits
 
-from minitorch_proto.synthetic import (
+from minitorch_proto.data.synthetic import (
     DISTRACTOR,
     MIL_UNIT_TESTS,
     POISON,
     SyntheticBags,
-    _binary_auc,
     make_false_frequency_test,
     make_multi_concept_test,
     make_single_concept_test,
     make_toy_bags,
-    run_mil_unit_tests,
 )
+from minitorch_proto.evaluation.metrics import binary_auc
+from minitorch_proto.evaluation.unit_tests import run_mil_unit_tests
 
 GENERATORS = [make_single_concept_test, make_multi_concept_test, make_false_frequency_test]
 
@@ -158,7 +158,7 @@ def test_synthetic_bags_validates_lengths():
 
 
 def test_to_dataset_when_available():
-    datasets = pytest.importorskip("minitorch_proto.datasets")
+    datasets = pytest.importorskip("minitorch_proto.data")
     if not hasattr(datasets, "BagDataset"):
         pytest.skip("BagDataset not written yet")
     data = make_toy_bags(n_bags=6)
@@ -316,8 +316,8 @@ def test_binary_auc_matches_sklearn_with_ties():
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, 60)
     s = np.round(rng.normal(size=60) + y, 1)  # rounding creates ties
-    assert _binary_auc(y, s) == pytest.approx(roc_auc_score(y, s))
-    assert np.isnan(_binary_auc(np.ones(5), np.arange(5.0)))
+    assert binary_auc(y, s) == pytest.approx(roc_auc_score(y, s))
+    assert np.isnan(binary_auc(np.ones(5), np.arange(5.0)))
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 import torch
 
-from minitorch_proto.batched import size_groups, train_batched
+from minitorch_proto.training import train_batched
+from minitorch_proto.training.setup import size_groups
 from minitorch_proto.model import PrototypeMIL, PrototypeMILConfig, compat_config
 from minitorch_proto.preprocessing import BagStandardizer
-from minitorch_proto.trainer import TrainConfig, compat_train_config, epoch_batches, train_model
+from minitorch_proto.training import TrainConfig, compat_train_config, epoch_batches, train_model
 
 from .conftest import make_concept_bags
 
@@ -169,9 +170,9 @@ def test_train_config_validation():
 def test_cuda_request_without_cuda_is_a_clear_error():
     if torch.cuda.is_available():
         pytest.skip("CUDA is available here")
-    from minitorch_proto.trainer import resolve_device
+    from minitorch_proto.utils import resolve_device
 
-    with pytest.raises(RuntimeError, match="CUDA is not available"):
+    with pytest.raises(ValueError, match="CUDA is not available"):
         resolve_device("cuda")
     assert resolve_device("auto").type == "cpu"
 
@@ -222,7 +223,7 @@ def test_backends_agree_in_float32_and_unknown_backend_is_an_error():
 
 
 def test_auto_backend_falls_back_to_tensors_without_numba(monkeypatch):
-    from minitorch_proto import compiled
+    from minitorch_proto.training import compiled
 
     bags, y = make_concept_bags(n_bags=12, n_features=3, seed=8)
     kw = dict(device="cpu", eval_sets=[np.arange(12)], dtype=torch.float64)
@@ -233,3 +234,76 @@ def test_auto_backend_falls_back_to_tensors_without_numba(monkeypatch):
     torch.testing.assert_close(fallback.prototypes, reference.prototypes, rtol=0, atol=0)
     with pytest.raises(ValueError, match="numba"):
         train_batched(bags, y, [np.arange(12)], [1], mconf, tconf, backend="compiled", **kw)
+
+
+# --------------------------------------------------------------------------------------
+# The engines held to one contract: configurations drawn from the cross product of every
+# option of the model and the trainer. A field added to either config must be listed here
+# (as an option to vary or as a plain number), so it cannot be forgotten by an engine.
+# --------------------------------------------------------------------------------------
+from itertools import combinations, product  # noqa: E402
+
+from minitorch_proto.bags import POOLINGS  # noqa: E402
+from minitorch_proto.distances import DISTANCES  # noqa: E402
+
+POOLING_SUBSETS = [c for r in range(1, len(POOLINGS) + 1) for c in combinations(POOLINGS, r)]
+MODEL_OPTIONS = {
+    "distance": DISTANCES,
+    "pooling": POOLING_SUBSETS,
+    "layer_norm": (True, False),
+    "bias": (True, False),
+    "weight_penalty": ("l1", "l2"),
+    "prototype_penalty": ("norm", "pairwise"),
+    "distance_penalty": ("min", "pooled"),
+    "init": ("normal", "instances", "kmeans++"),
+}
+TRAIN_OPTIONS = {
+    "batch_size": (1, 3),
+    "sampling": ("shuffle", "replacement"),
+    "lr_halving_every": (None, 2),
+    "accumulate_gradients": (False, True),
+}
+STANDARDIZATIONS = ("feature", "instance", "none")
+# Fields that are plain numbers every engine reads the same way (checked by every drawn case).
+NUMERIC_FIELDS = {"n_prototypes", "lambda_w", "lambda_p", "lambda_d", "layer_norm_eps",
+                  "epochs", "lr_prototypes", "lr_classifier", "betas", "eps"}
+N_DRAWN = 10
+
+
+def _drawn_cases():
+    rng = np.random.default_rng(20261123)
+    space = list(product(*MODEL_OPTIONS.values(), *TRAIN_OPTIONS.values(), STANDARDIZATIONS))
+    cases = []
+    for i in rng.choice(len(space), size=N_DRAWN, replace=False):
+        values = space[int(i)]
+        m = dict(zip(MODEL_OPTIONS, values[: len(MODEL_OPTIONS)]))
+        t = dict(zip(TRAIN_OPTIONS, values[len(MODEL_OPTIONS): -1]))
+        cases.append((m, t, values[-1]))
+    return cases
+
+
+def test_option_space_lists_every_config_field():
+    import dataclasses
+
+    listed = set(MODEL_OPTIONS) | set(TRAIN_OPTIONS) | NUMERIC_FIELDS
+    fields = {f.name for f in dataclasses.fields(PrototypeMILConfig)} | {f.name for f in dataclasses.fields(TrainConfig)}
+    assert fields - listed == set(), "add the new option to MODEL_OPTIONS/TRAIN_OPTIONS so every engine is checked"
+    assert listed - fields == set()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("k", range(N_DRAWN))
+def test_engines_agree_on_drawn_configurations(k, backend):
+    m, t, std = _drawn_cases()[k]
+    mconf = PrototypeMILConfig(n_prototypes=3, lambda_w=1e-2, lambda_p=1e-2, lambda_d=1e-2, **m)
+    tconf = TrainConfig(epochs=2, lr_prototypes=1e-2, lr_classifier=2e-2, **t)
+    bags, y = make_concept_bags(n_bags=24, n_features=4, seed=5 + k, min_size=1, max_size=30)
+    train_sets = [np.arange(0, 16), np.arange(5, 24)]
+    seeds = [21 + k, 31 + k]
+    fit = train_batched(bags, y, train_sets, seeds, mconf, tconf, standardization=std,
+                        dtype=torch.float64, device="cpu", backend=backend)
+    for i in range(2):
+        model, history = _sequential(bags, y, train_sets[i], seeds[i], mconf, tconf, std)
+        torch.testing.assert_close(fit.prototypes[i], model.prototypes.detach(), rtol=1e-8, atol=1e-9)
+        torch.testing.assert_close(fit.weight[i], model.weight.detach(), rtol=1e-8, atol=1e-9)
+        assert fit.history[i][-1]["total"] == pytest.approx(history[-1]["total"], rel=1e-8)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..reference import REPORTED_BASELINES as _REPORTED_BASELINES
+from ..paper import REPORTED_BASELINES as _REPORTED_BASELINES
 from .attention import AttentionMIL, GatedAttentionMIL
 from .bag_stats import BagStatistics, bag_statistics
 from .miles import MILES, miles_embedding
@@ -84,7 +84,7 @@ REPORTED_TABLE2_STATUS = (
 )
 
 #: Mean accuracy quoted in the prototype paper's Table 2 (REPORTED, NOT MEASURED here), for the
-#: methods of NOTES.md's anchor table; the numbers live once, in ``minitorch_proto.reference``.
+#: methods of NOTES.md's anchor table; the numbers live once, in ``minitorch_proto.paper``.
 REPORTED_TABLE2: dict[str, dict[str, float]] = {
     name: dict(_REPORTED_BASELINES[name])
     for name in ("mi-SVM", "MI-Kernel", "mi-Graph", "miFV", "MI-Net", "Attention", "Gated attention")

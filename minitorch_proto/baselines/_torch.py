@@ -22,56 +22,8 @@ import torch
 from torch import nn
 from sklearn.utils import check_random_state
 
+from ..utils import resolve_device, torch_threads
 from ._base import BaseMILClassifier
-
-
-# ----------------------------------------------------------------------------- devices
-def resolve_device(device) -> torch.device:
-    """Map ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"auto"`` or a ``torch.device`` to a device."""
-    if isinstance(device, torch.device):
-        dev = device
-    elif device is None or (isinstance(device, str) and device.lower() == "auto"):
-        dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    elif isinstance(device, str):
-        try:
-            dev = torch.device(device)
-        except RuntimeError as exc:
-            raise ValueError(f"Unknown device {device!r}; use 'cpu', 'cuda' or 'auto'.") from exc
-    else:
-        raise ValueError(f"device must be a string or torch.device, got {type(device).__name__}.")
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(
-            f"device={device!r} was requested but CUDA is not available in this PyTorch "
-            "build/machine; use device='cpu' or device='auto'."
-        )
-    if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"Unsupported device type {dev.type!r}; use 'cpu', 'cuda' or 'auto'.")
-    return dev
-
-
-@contextlib.contextmanager
-def torch_threads(n_threads: int | None):
-    """Temporarily set torch's intra-op CPU threads (``None``: leave unchanged).
-
-    The MIL networks here are tiny (one bag of a few instances per step); with several
-    OpenMP threads, especially on a busy machine, synchronisation dominates and a step can
-    be 10-30x slower than single-threaded. Parallelise over folds instead.
-    """
-    if n_threads is None:
-        yield
-        return
-    n_threads = int(n_threads)
-    if n_threads < 1:
-        raise ValueError(f"n_threads must be >= 1 or None, got {n_threads}.")
-    old = torch.get_num_threads()
-    if old == n_threads:
-        yield
-        return
-    torch.set_num_threads(n_threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 # ----------------------------------------------------------------------- segment ops

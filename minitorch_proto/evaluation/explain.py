@@ -42,10 +42,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .bags import BagBatch
-from .distances import pairwise_distance
-from .model import cross_entropy, penalty_terms
-from .validation import check_bags
+from ..bags import BagBatch
+from ..distances import pairwise_distance
+from ..model import cross_entropy, penalty_terms
+from ..validation import check_bags
+from .metrics import binary_auc
 
 __all__ = [
     "prototype_coefficients",
@@ -281,13 +282,11 @@ def prototype_table(
 # ------------------------------------------------------------------------ projection
 def _scores(clf: Any, bags: Sequence[np.ndarray], y) -> tuple[float, float]:
     """Accuracy and (two classes) ROC AUC of ``clf`` on labelled bags."""
-    from sklearn.metrics import roc_auc_score
-
     y_arr = np.asarray(y).reshape(-1)
     acc = float(np.mean(clf.predict(bags) == y_arr))
     auc = float("nan")
-    if len(clf.classes_) == 2 and len(np.unique(y_arr)) == 2:
-        auc = float(roc_auc_score(y_arr == clf.classes_[1], clf.decision_function(bags)))
+    if len(clf.classes_) == 2:
+        auc = binary_auc(y_arr == clf.classes_[1], clf.decision_function(bags))
     return acc, auc
 
 

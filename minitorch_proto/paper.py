@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from .model import PrototypeMILConfig
-from .trainer import TrainConfig
+from .training import TrainConfig
 
 __all__ = ["TABLE1", "PAPER_TABLE2", "REPORTED_BASELINES", "paper_configs", "DATASET_ORDER"]
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .cv import summarize
-from .reference import DATASET_ORDER, PAPER_TABLE2, REPORTED_BASELINES
+from ..paper import DATASET_ORDER, PAPER_TABLE2, REPORTED_BASELINES
 
 __all__ = ["SPREADS", "table2", "format_table", "write_atomic", "average_ranks"]
 

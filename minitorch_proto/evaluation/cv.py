@@ -15,12 +15,13 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 
-from .model import PrototypeMILConfig
-from .preprocessing import BagStandardizer
-from .trainer import TrainConfig, _progress
+from ..model import PrototypeMILConfig
+from ..preprocessing import BagStandardizer
+from ..training import TrainConfig
+from ..utils import progress_bar
+from .metrics import scores_from_proba
 
 __all__ = [
     "Fold",
@@ -111,15 +112,6 @@ def _fold_row(dataset: str, method: str, fold: Fold, evaluation: str, epoch, acc
                 accuracy=accuracy, auc=auc, fit_seconds=fit_seconds)
 
 
-def _scores(y_true: np.ndarray, proba: np.ndarray) -> tuple[float, float]:
-    acc = float(np.mean(np.argmax(proba, axis=1) == y_true))
-    if len(np.unique(y_true)) < 2:
-        return acc, float("nan")
-    if proba.shape[1] == 2:
-        return acc, float(roc_auc_score(y_true, proba[:, 1]))
-    return acc, float(roc_auc_score(y_true, proba, multi_class="ovr", labels=np.arange(proba.shape[1])))
-
-
 @dataclass
 class CVTask:
     """One data set to cross-validate with one setting of the prototype model."""
@@ -160,11 +152,11 @@ def cross_validate_many(
     at most in the learning rates (the paper's Table 1 varies only those) become
     one batched program: e.g. the 150 models of Fox, Tiger and Elephant. Every
     model still sees only its own fold's training bags, standardised with its own
-    statistics. ``backend`` chooses how :func:`~minitorch_proto.batched.train_batched`
+    statistics. ``backend`` chooses how :func:`~minitorch_proto.training.train_batched`
     runs them (compiled loops on the CPU by default). See
     :func:`cross_validate_prototype` for the result columns.
     """
-    from .batched import train_batched
+    from ..training import train_batched
 
     evaluations = tuple(evaluations)
     unknown = set(evaluations) - set(EVALUATIONS)
@@ -183,7 +175,7 @@ def cross_validate_many(
         size = models_per_batch or len(models)
         chunks = [models[i : i + size] for i in range(0, len(models), size)]
         names = "+".join(t.dataset for t in group)
-        for chunk in _progress(chunks, progress and len(chunks) > 1, f"{names} batches"):
+        for chunk in progress_bar(chunks, progress and len(chunks) > 1, f"{names} batches"):
             t0 = group[0]
             fit = train_batched(
                 pool,
@@ -208,12 +200,12 @@ def cross_validate_many(
             for m, (task, _, fold) in enumerate(chunk):
                 y_test = np.asarray(task.y)[fold.test]
                 if "final" in evaluations:
-                    acc, auc = _scores(y_test, fit.evaluations[last][m])
+                    acc, auc = scores_from_proba(y_test, fit.evaluations[last][m])
                     rows.append(_fold_row(task.dataset, task.method, fold, "final", last, acc, auc, per_model))
                 if "test_selected" in evaluations:
                     best = None
                     for epoch in sorted(fit.evaluations):
-                        acc, auc = _scores(y_test, fit.evaluations[epoch][m])
+                        acc, auc = scores_from_proba(y_test, fit.evaluations[epoch][m])
                         key = -1.0 if np.isnan(auc) else auc
                         if best is None or key > best[0]:
                             best = (key, epoch, acc, auc)
@@ -283,7 +275,7 @@ def cross_validate_estimator(
     """
     y = np.asarray(y, dtype=np.int64)
     rows = []
-    for fold in _progress(list(folds), progress, f"{dataset} {method}"):
+    for fold in progress_bar(list(folds), progress, f"{dataset} {method}"):
         std = BagStandardizer(standardization).fit([bags[i] for i in fold.train])
         train_bags = std.transform([bags[i] for i in fold.train])
         test_bags = std.transform([bags[i] for i in fold.test])
@@ -296,7 +288,7 @@ def cross_validate_estimator(
         # Columns follow the estimator's classes_; put them in label order 0..C-1.
         full = np.zeros((len(fold.test), int(y.max()) + 1))
         full[:, classes.astype(int)] = proba
-        acc, auc = _scores(y[fold.test], full)
+        acc, auc = scores_from_proba(y[fold.test], full)
         rows.append(_fold_row(dataset, method, fold, "final", np.nan, acc, auc, seconds))
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
@@ -354,7 +346,7 @@ def cross_validate_tuned(
     results : DataFrame (:data:`RESULT_COLUMNS`), method ``task.method``
     choices : DataFrame, one row per outer fold with the chosen rates and the inner scores
     """
-    from .batched import train_batched
+    from ..training import train_batched
 
     if score not in ("auc", "accuracy"):
         raise ValueError(f"score must be 'auc' or 'accuracy', got {score!r}.")
@@ -378,7 +370,7 @@ def cross_validate_tuned(
     last = int(task.train_config.epochs)
     scores = np.full((len(task.folds), len(grid)), 0.0)
     for k, (o, g, _, val, _) in enumerate(inner):
-        acc, auc = _scores(y[val], fit.evaluations[last][k])
+        acc, auc = scores_from_proba(y[val], fit.evaluations[last][k])
         value = acc if score == "accuracy" or np.isnan(auc) else auc
         scores[o, g] += value / inner_folds
     chosen = scores.argmax(axis=1)
@@ -392,7 +384,7 @@ def cross_validate_tuned(
     seconds = (time.perf_counter() - t0) / len(task.folds)
     rows, choice_rows = [], []
     for m, fold in enumerate(task.folds):
-        acc, auc = _scores(y[fold.test], final.evaluations[last][m])
+        acc, auc = scores_from_proba(y[fold.test], final.evaluations[last][m])
         rows.append(_fold_row(task.dataset, task.method, fold, "final", last, acc, auc, seconds))
         choice_rows.append(dict(dataset=task.dataset, repeat=fold.repeat, fold=fold.fold, **grid[chosen[m]],
                                 **{f"inner_{score}_{g}": scores[m, g] for g in range(len(grid))}))

@@ -11,7 +11,7 @@ Two kinds of generators live here.
   Unit Tests" (NeurIPS 2023). Each returns a training and a test set built so that a shortcut
   which works on the training set (a "poison" pattern, or the frequency of a distractor) is
   reversed on the test set. A model that obeys the stated label rule keeps its accuracy; a model
-  that learned the shortcut drops to or below chance. :func:`run_mil_unit_tests` fits a model on
+  that learned the shortcut drops to or below chance. :func:`minitorch_proto.evaluation.unit_tests.run_mil_unit_tests` fits a model on
   each training set and scores it on the matching test set.
 
 Every generator takes ``random_state`` (an ``int``, ``None`` or a :class:`numpy.random.Generator`)
@@ -29,14 +29,11 @@ single concept does not make a bag positive there).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .validation import check_bags, check_same_length
-
-if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
+from ..validation import check_bags, check_same_length
 
 __all__ = [
     "SyntheticBags",
@@ -45,7 +42,6 @@ __all__ = [
     "make_multi_concept_test",
     "make_false_frequency_test",
     "MIL_UNIT_TESTS",
-    "run_mil_unit_tests",
     "BACKGROUND",
     "POISON",
     "DISTRACTOR",
@@ -109,7 +105,7 @@ class SyntheticBags:
         return int(self.bags[0].shape[1])
 
     def to_dataset(self, source: str | None = None):
-        """Wrap the bags in a :class:`minitorch_proto.datasets.BagDataset`.
+        """Wrap the bags in a :class:`minitorch_proto.data.BagDataset`.
 
         Parameters
         ----------
@@ -120,7 +116,7 @@ class SyntheticBags:
         -------
         BagDataset
         """
-        from .datasets import BagDataset  # imported lazily: optional at import time
+        from ..data import BagDataset  # imported lazily: optional at import time
 
         return BagDataset(
             name=self.name,
@@ -342,7 +338,7 @@ def make_toy_bags(
         rng,
         name=f"toy bags (Figure 1; {n_bags} bags x {k} instances)",
         info={
-            "source": "synthetic: minitorch_proto.synthetic.make_toy_bags",
+            "source": "synthetic: minitorch_proto.data.synthetic.make_toy_bags",
             "label_rule": "positive iff the bag holds an instance within 2*concept_noise of the concept point",
             "concepts": c.reshape(1, 2).copy(),
             "offset": float(offset),
@@ -380,7 +376,7 @@ _COMMON_PARAMS_DOC = """
 
 def _unit_test_info(name: str, label_rule: str, means: Mapping[int, np.ndarray], **params: Any) -> dict:
     info = {
-        "source": f"synthetic: minitorch_proto.synthetic.{name}",
+        "source": f"synthetic: minitorch_proto.data.synthetic.{name}",
         "label_rule": label_rule,
         "kind_codes": {"background": BACKGROUND, "poison": POISON, "distractor": DISTRACTOR, "concept j": "j >= 1"},
         "means": {int(k): v.copy() for k, v in means.items()},
@@ -676,107 +672,3 @@ MIL_UNIT_TESTS: dict[str, Callable[..., tuple[SyntheticBags, SyntheticBags]]] = 
     "multi_concept": make_multi_concept_test,
     "false_frequency": make_false_frequency_test,
 }
-
-
-# --------------------------------------------------------------------------------------
-# Runner
-# --------------------------------------------------------------------------------------
-def _binary_auc(y: np.ndarray, score: np.ndarray) -> float:
-    """ROC AUC via the Mann-Whitney statistic (ties count one half); NaN with one class."""
-    y = np.asarray(y).astype(bool)
-    score = np.asarray(score, dtype=np.float64)
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    order = np.argsort(score, kind="mergesort")
-    sorted_scores = score[order]
-    ranks = np.empty(len(score), dtype=np.float64)
-    # average ranks over ties
-    _, first, counts = np.unique(sorted_scores, return_index=True, return_counts=True)
-    avg = first + (counts + 1) / 2.0
-    ranks[order] = np.repeat(avg, counts)
-    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
-
-
-def _positive_scores(estimator: Any, bags: list[np.ndarray]) -> np.ndarray | None:
-    if hasattr(estimator, "predict_proba"):
-        proba = np.asarray(estimator.predict_proba(bags), dtype=np.float64)
-        if proba.ndim == 2:
-            classes = getattr(estimator, "classes_", None)
-            col = proba.shape[1] - 1
-            if classes is not None and 1 in list(classes):
-                col = list(classes).index(1)
-            proba = proba[:, col]
-        return proba.reshape(-1)
-    if hasattr(estimator, "decision_function"):
-        return np.asarray(estimator.decision_function(bags), dtype=np.float64).reshape(-1)
-    return None
-
-
-def run_mil_unit_tests(
-    make_estimator: Callable[[], Any],
-    tests: Iterable[str] | Mapping[str, Callable[..., tuple[SyntheticBags, SyntheticBags]]] | None = None,
-    random_state: int | np.random.Generator | None = 0,
-    threshold: float = 0.75,
-    generator_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
-) -> "pd.DataFrame":
-    """Fit a fresh estimator on each unit test's training set and score it on its test set.
-
-    Pass criterion: a test is ``passed`` when the test-set **accuracy is at least**
-    ``threshold`` (default 0.75). With balanced test sets a constant or random model scores
-    about 0.5, and a model that relies on the planted shortcut (poison, distractor frequency,
-    single concept where all are needed) scores about 0.5 or less, so 0.75 separates "follows the
-    label rule" from "learned the shortcut" with room for ordinary estimation error.
-
-    Parameters
-    ----------
-    make_estimator : callable
-        Called with no arguments, once per test; must return an object with
-        ``fit(bags, y)`` and ``predict(bags)`` (labels 0/1). When it also has
-        ``predict_proba(bags)`` (or else ``decision_function``), the AUC is reported.
-    tests : iterable of str or mapping, optional
-        Names from :data:`MIL_UNIT_TESTS` (default: all of them), or a mapping of names to
-        generators with the same call signature.
-    random_state : int, Generator or None, default=0
-        Passed to every generator (an ``int`` gives each test the same seed).
-    threshold : float, default=0.75
-        Minimum test accuracy for ``passed``.
-    generator_kwargs : mapping, optional
-        Extra keyword arguments per test name, e.g. ``{"single_concept": {"n_features": 5}}``.
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per test with columns ``test``, ``accuracy``, ``auc`` (NaN when the estimator
-        gives no scores), ``passed`` and ``threshold``.
-    """
-    import pandas as pd
-
-    if tests is None:
-        selected: Mapping[str, Callable[..., Any]] = MIL_UNIT_TESTS
-    elif isinstance(tests, Mapping):
-        selected = tests
-    else:
-        names = [tests] if isinstance(tests, str) else list(tests)
-        unknown = [t for t in names if t not in MIL_UNIT_TESTS]
-        if unknown:
-            raise ValueError(f"Unknown MIL unit test(s) {unknown}; choose from {sorted(MIL_UNIT_TESTS)}.")
-        selected = {t: MIL_UNIT_TESTS[t] for t in names}
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"threshold must lie in [0, 1]; got {threshold}.")
-    generator_kwargs = dict(generator_kwargs or {})
-    rows = []
-    for name, generator in selected.items():
-        train, test = generator(random_state=random_state, **dict(generator_kwargs.get(name, {})))
-        estimator = make_estimator()
-        estimator.fit(train.bags, train.y)
-        pred = np.asarray(estimator.predict(test.bags)).reshape(-1)
-        if len(pred) != len(test.y):
-            raise ValueError(f"{name}: predict returned {len(pred)} labels for {len(test.y)} bags.")
-        accuracy = float(np.mean(pred.astype(np.int64) == test.y))
-        scores = _positive_scores(estimator, test.bags)
-        auc = _binary_auc(test.y, scores) if scores is not None else float("nan")
-        rows.append(
-            {"test": name, "accuracy": accuracy, "auc": auc, "passed": bool(accuracy >= threshold), "threshold": float(threshold)}
-        )
-    return pd.DataFrame(rows, columns=["test", "accuracy", "auc", "passed", "threshold"])

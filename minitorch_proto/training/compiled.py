@@ -31,6 +31,9 @@ import contextlib
 
 import numpy as np
 
+from ..bags import POOLINGS
+from ..distances import DISTANCES
+
 try:  # numba is a dependency, but the tensor backend works without it.
     import numba
     from numba import njit, prange
@@ -44,8 +47,13 @@ __all__ = [
     "AVAILABLE", "DISTANCE_CODES", "POOLING_CODES", "EpochState", "train_epoch", "predict_logits", "threads",
 ]
 
-DISTANCE_CODES = {"euclidean": 0, "sqeuclidean": 1, "manhattan": 2, "cosine": 3, "pseudo": 4}
-POOLING_CODES = {"min": 0, "max": 1, "mean": 2}
+# The kernels branch on integer codes in these orders. The names come from the model's own
+# tables, so an option added to the model but not to the kernels fails at import time instead
+# of silently training with another distance or pooling.
+_KERNEL_DISTANCES = ("euclidean", "sqeuclidean", "manhattan", "cosine", "pseudo")
+_KERNEL_POOLINGS = ("min", "max", "mean")
+DISTANCE_CODES = {name: _KERNEL_DISTANCES.index(name) for name in DISTANCES}
+POOLING_CODES = {name: _KERNEL_POOLINGS.index(name) for name in POOLINGS}
 
 # Re-association lets the compiler vectorise the sums over features. No
 # "nnan"/"ninf": +-inf is the starting value of the min and max pooling.

@@ -1,0 +1,47 @@
+"""Multiple-instance data: containers, downloads, readers, benchmarks, synthetic bags, MNIST-bags.
+
+A *bag* is a 2-D array (instances x features) with one label for the whole bag;
+:class:`BagDataset` holds a list of them with their labels and ids.
+
+=================  =====================================================================
+module             what it holds
+=================  =====================================================================
+``containers``     :class:`BagDataset`
+``download``       the one downloader and the one cache rule (:func:`default_cache_dir`)
+``readers``        the CSV collection, PRTools ``.mat`` files, the user's CSV/DataFrame
+``benchmarks``     Musk1, Musk2, Fox, Tiger, Elephant: :func:`load_benchmark`, split files
+``synthetic``      the toy problem of the paper's Figure 1 and the MIL unit-test generators
+``mnist``          MNIST images and MNIST-bags
+=================  =====================================================================
+"""
+from .benchmarks import BENCHMARKS, BenchmarkInfo, load_benchmark, read_split_files
+from .containers import BagDataset
+from .download import (
+    CACHE_ENV_VAR,
+    DATA_ENV_VAR,
+    ChecksumError,
+    DownloadError,
+    default_cache_dir,
+    download_file,
+    sha256_of,
+)
+from .readers import from_dataframe, load_bags_csv, read_mil_csv, read_mil_mat
+
+__all__ = [
+    "BENCHMARKS",
+    "CACHE_ENV_VAR",
+    "DATA_ENV_VAR",
+    "BagDataset",
+    "BenchmarkInfo",
+    "ChecksumError",
+    "DownloadError",
+    "default_cache_dir",
+    "download_file",
+    "from_dataframe",
+    "load_bags_csv",
+    "load_benchmark",
+    "read_mil_csv",
+    "read_mil_mat",
+    "read_split_files",
+    "sha256_of",
+]

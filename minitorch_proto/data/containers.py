@@ -1,0 +1,152 @@
+"""The bag container shared by every reader: a list of bags, their labels and ids.
+
+A *bag* is a 2-D array (instances x features) with one label for the whole bag.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..validation import check_bags, check_labels
+
+__all__ = ["BagDataset"]
+
+
+# --------------------------------------------------------------------------- #
+# The data container
+# --------------------------------------------------------------------------- #
+# eq=False: the fields hold arrays, for which the generated ``==`` would be ambiguous.
+@dataclass(eq=False)
+class BagDataset:
+    """Bags of instances with one label per bag.
+
+    Parameters
+    ----------
+    name : str
+        Short name, e.g. ``"musk1"``.
+    bags : list of ndarray
+        One float64 array of shape (n_instances_i, n_features) per bag.
+    y : ndarray of int64, shape (n_bags,)
+        Bag labels (0/1 for the binary benchmarks).
+    bag_ids : ndarray, shape (n_bags,)
+        The bag ids as found in the source (integers for the benchmarks,
+        whatever the bag column held for the user's data).
+    source : str
+        File path or URL the data were read from ("" when built in memory).
+
+    Notes
+    -----
+    The constructor validates its inputs with
+    :func:`minitorch_proto.validation.check_bags`, so every bag is a finite,
+    2-D, C-contiguous float64 array and all bags share the number of features.
+    """
+
+    name: str
+    bags: list[np.ndarray]
+    y: np.ndarray
+    bag_ids: np.ndarray
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        self.bags = check_bags(self.bags, name=f"{self.name} bags")
+        n = len(self.bags)
+        y = np.asarray(self.y)
+        # check_labels rejects 2-D, NaN and non-integer labels; its encoding is not used
+        # because it would renumber a single-class subset such as "only positives" to 0.
+        check_labels(y, n_bags=n, min_classes=1)
+        if y.dtype.kind not in "biuf":
+            raise ValueError(
+                f"{self.name}: bag labels must be integers, got dtype {y.dtype}."
+            )
+        self.y = y.reshape(-1).astype(np.int64)
+        self.bag_ids = np.asarray(self.bag_ids).reshape(-1)
+        if len(self.bag_ids) != n:
+            raise ValueError(
+                f"{self.name}: {n} bags but {len(self.bag_ids)} bag ids: they must match."
+            )
+
+    @property
+    def n_bags(self) -> int:
+        """Number of bags."""
+        return len(self.bags)
+
+    @property
+    def n_instances(self) -> int:
+        """Total number of instances over all bags."""
+        return int(sum(b.shape[0] for b in self.bags))
+
+    @property
+    def n_features(self) -> int:
+        """Number of features per instance."""
+        return int(self.bags[0].shape[1])
+
+    @property
+    def bag_sizes(self) -> np.ndarray:
+        """Number of instances in each bag, as an int64 array."""
+        return np.array([b.shape[0] for b in self.bags], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return self.n_bags
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        return (
+            f"BagDataset(name={self.name!r}, bags={s['bags']} "
+            f"({s['positive']} positive, {s['negative']} negative), "
+            f"instances={s['instances']}, features={s['features']})"
+        )
+
+    def summary(self) -> dict:
+        """Counts describing the data set.
+
+        Returns
+        -------
+        dict
+            Keys ``name``, ``bags``, ``positive`` (bags with label 1),
+            ``negative`` (bags with label 0), ``instances``, ``features``,
+            ``min_bag_size`` and ``max_bag_size``; values are plain Python
+            ``str``/``int``.
+        """
+        sizes = self.bag_sizes
+        return {
+            "name": self.name,
+            "bags": self.n_bags,
+            "positive": int(np.sum(self.y == 1)),
+            "negative": int(np.sum(self.y == 0)),
+            "instances": int(sizes.sum()),
+            "features": self.n_features,
+            "min_bag_size": int(sizes.min()),
+            "max_bag_size": int(sizes.max()),
+        }
+
+    def subset(self, indices) -> "BagDataset":
+        """Return the bags at ``indices`` as a new :class:`BagDataset`.
+
+        Parameters
+        ----------
+        indices : array-like of int, boolean mask of length ``n_bags``, or slice
+            Positions of the bags to keep (positions, not bag ids; use
+            ``np.searchsorted(ds.bag_ids, ids)`` to turn sorted ids into positions).
+
+        Returns
+        -------
+        BagDataset
+            Same name and source; the bag arrays are shared, not copied.
+
+        Raises
+        ------
+        IndexError
+            If an index is out of range or a mask has the wrong length.
+        ValueError
+            If the selection is empty.
+        """
+        positions = np.arange(self.n_bags)[indices]
+        positions = np.atleast_1d(positions)
+        return BagDataset(
+            name=self.name,
+            bags=[self.bags[i] for i in positions],
+            y=self.y[positions],
+            bag_ids=self.bag_ids[positions],
+            source=self.source,
+        )

@@ -1,0 +1,396 @@
+"""Readers for the on-disk formats of multiple-instance data.
+
+* the CSV layout of the multipleinstancelearning.com collection (no header;
+  ``bag_label, bag_id, feature_1 .. feature_L``; one row per instance), read by
+  :func:`read_mil_csv`;
+* the PRTools ``.mat`` files of miproblems.org (struct ``x`` with fields
+  ``data``, ``nlab``, ``lablist`` and ``ident.milbag``), read by
+  :func:`read_mil_mat`;
+* the user's own data, one row per instance with a bag column and a label column,
+  through :func:`from_dataframe` or :func:`load_bags_csv`;
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from .containers import BagDataset
+
+__all__ = ["from_dataframe", "load_bags_csv", "read_mil_csv", "read_mil_mat"]
+
+
+# --------------------------------------------------------------------------- #
+# Parsing helpers
+# --------------------------------------------------------------------------- #
+def _group_rows(
+    X: np.ndarray,
+    labels: np.ndarray,
+    keys: np.ndarray,
+    *,
+    sort_ids: bool,
+    where: str,
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """Split instance rows into bags.
+
+    ``labels`` is numeric and NaN-free. Bags come in ascending key order when
+    ``sort_ids``, else in order of first appearance; rows keep their file order
+    inside a bag. Returns (bags, raw bag labels, bag ids).
+    """
+    if sort_ids:
+        ids, codes = np.unique(keys, return_inverse=True)
+    else:
+        codes, ids = pd.factorize(keys, sort=False)
+        ids = np.asarray(ids)
+    codes = np.asarray(codes).reshape(-1)
+    order = np.argsort(codes, kind="stable")
+    counts = np.bincount(codes, minlength=len(ids))
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    lab = labels[order]
+    lo = np.minimum.reduceat(lab, starts)
+    hi = np.maximum.reduceat(lab, starts)
+    mixed = np.flatnonzero(lo != hi)
+    if mixed.size:
+        b = mixed[0]
+        found = [_plain(v) for v in np.unique(lab[starts[b]: starts[b] + counts[b]])]
+        found = [int(v) if float(v).is_integer() else v for v in found]
+        raise ValueError(
+            f"{where}: bag {_plain(ids[b])!r} has instances with different labels "
+            f"{found}; every instance of a bag must carry the bag's label."
+        )
+    bags = np.split(X[order], np.cumsum(counts)[:-1])
+    return bags, lo, ids
+
+
+def _bag_labels_to_int(raw: np.ndarray, where: str) -> np.ndarray:
+    """Turn numeric bag labels into int64, mapping a -1/+1 coding to 0/1."""
+    raw = np.asarray(raw, dtype=np.float64)
+    if np.any(raw != np.round(raw)):
+        bad = raw[raw != np.round(raw)][0]
+        raise ValueError(f"{where}: bag labels must be integers, found {bad}.")
+    y = raw.astype(np.int64)
+    values = set(np.unique(y).tolist())
+    # Some mirrors code the classes as -1/+1.
+    if -1 in values and values <= {-1, 1}:
+        return np.where(y == -1, 0, 1).astype(np.int64)
+    if min(values) < 0:
+        raise ValueError(
+            f"{where}: bag labels must be 0/1 (or -1/+1, read as 0/1) or other "
+            f"non-negative integers; found {sorted(values)}."
+        )
+    return y
+
+
+# Before pandas 3 the default float parser could be off by one unit in the last
+# place; "round_trip" reads every value exactly (pandas 3 does so by default and
+# deprecates the argument).
+_EXACT_FLOATS = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+
+
+def _plain(value):
+    """A numpy scalar as the Python value, so messages read ``7``, not ``np.int64(7)``."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _dataset_name(path: Path, name: str | None) -> str:
+    return name if name is not None else path.stem.lower()
+
+
+# --------------------------------------------------------------------------- #
+# Readers
+# --------------------------------------------------------------------------- #
+def read_mil_csv(path: str | os.PathLike, name: str | None = None) -> BagDataset:
+    """Read a MIL CSV file without header: ``bag_label, bag_id, features...``.
+
+    This is the layout of the multipleinstancelearning.com collection: one row
+    per instance, the bag's label (0/1, or -1/+1 which is mapped to 0/1) in the
+    first column and an integer bag id in the second.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    name : str, optional
+        Data set name; defaults to the file name's stem in lower case.
+
+    Returns
+    -------
+    BagDataset
+        Bags in ascending bag-id order, instances in file order within a bag.
+
+    Raises
+    ------
+    ValueError
+        If the file is empty, has fewer than three columns, holds non-numeric
+        values or non-integer bag ids, or a bag has instances with different labels.
+    """
+    path = Path(path)
+    try:
+        df = pd.read_csv(path, header=None, **_EXACT_FLOATS)
+    except pd.errors.EmptyDataError as exc:
+        raise ValueError(f"{path} is empty.") from exc
+    if df.shape[0] == 0:
+        raise ValueError(f"{path} has no rows.")
+    if df.shape[1] < 3:
+        raise ValueError(
+            f"{path} has {df.shape[1]} column(s); expected bag_label, bag_id and at "
+            "least one feature per row."
+        )
+    non_numeric = [c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])]
+    if non_numeric:
+        col = non_numeric[0]
+        example = df[col][pd.to_numeric(df[col], errors="coerce").isna()].iloc[0]
+        raise ValueError(
+            f"{path}: column {col + 1} holds non-numeric values (e.g. {example!r}). "
+            "read_mil_csv expects a headerless file of numbers; for a file with a "
+            "header use load_bags_csv."
+        )
+    values = df.to_numpy(dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        row, col = np.argwhere(~np.isfinite(values))[0]
+        raise ValueError(
+            f"{path}: missing or non-finite value in row {row + 1}, column {col + 1}."
+        )
+    raw_ids = values[:, 1]
+    if np.any(raw_ids != np.round(raw_ids)):
+        raise ValueError(f"{path}: the bag ids in column 2 must be integers.")
+    ids = raw_ids.astype(np.int64)
+    bags, raw_y, bag_ids = _group_rows(
+        np.ascontiguousarray(values[:, 2:]), values[:, 0], ids, sort_ids=True, where=str(path)
+    )
+    y = _bag_labels_to_int(raw_y, str(path))
+    return BagDataset(_dataset_name(path, name), bags, y, bag_ids, source=str(path))
+
+
+def _mat_label_names(lablist) -> list[str]:
+    """Class names from a PRTools ``lablist`` as read with ``simplify_cells``."""
+    if isinstance(lablist, str):
+        return [lablist.strip()]
+    arr = np.asarray(lablist, dtype=object)
+    # Newer PRTools stores a cell array {names, prior, ...; labeling names, current, ...};
+    # its first cell holds the class names of the active labeling. Older files store
+    # the names directly as a char matrix.
+    if arr.ndim == 2 and arr.size and not isinstance(arr.flat[0], str):
+        arr = np.asarray(arr[0, 0], dtype=object)
+    return [str(v).strip() for v in np.ravel(arr)]
+
+
+def _mat_instance_labels(nlab: np.ndarray, names: list[str], where: str) -> np.ndarray:
+    if np.any(nlab < 1) or np.any(nlab > len(names)):
+        raise ValueError(
+            f"{where}: nlab holds values outside 1..{len(names)} (0 means unlabelled "
+            "in PRTools); every instance needs its bag's label."
+        )
+    lowered = [n.lower() for n in names]
+    if "positive" in lowered:
+        return (nlab == lowered.index("positive") + 1).astype(np.float64)
+    try:
+        numeric = np.array([float(n) for n in names])
+    except ValueError:
+        raise ValueError(
+            f"{where}: cannot tell which class is positive from the label names {names}; "
+            "expected 'negative'/'positive' or numeric names."
+        ) from None
+    return numeric[nlab - 1]
+
+
+def read_mil_mat(path: str | os.PathLike, name: str | None = None) -> BagDataset:
+    """Read a PRTools/miproblems.org ``.mat`` MIL data set.
+
+    The file holds a struct (normally named ``x``) with the instance matrix in
+    ``data``, 1-based class indices in ``nlab``, the class names in ``lablist``
+    and each instance's bag in ``ident.milbag`` (numbers or names).
+
+    Parameters
+    ----------
+    path : str or PathLike
+    name : str, optional
+        Data set name; defaults to the file name's stem in lower case.
+
+    Returns
+    -------
+    BagDataset
+        Bags are numbered 1, 2, ... in order of their first instance in the
+        file; for the five benchmarks this is the numbering of the CSV
+        collection, so both formats give identical data sets. The label is 1
+        for the class named ``positive`` (or the numeric class names, with
+        -1/+1 mapped to 0/1).
+
+    Raises
+    ------
+    ValueError
+        If the file lacks the expected fields, is a MATLAB v7.3 (HDF5) file,
+        or a bag has instances with different labels.
+    """
+    import scipy.io
+    import scipy.sparse
+
+    path = Path(path)
+    try:
+        content = scipy.io.loadmat(path, simplify_cells=True)
+    except NotImplementedError as exc:
+        raise ValueError(f"{path}: MATLAB v7.3 (HDF5) files are not supported.") from exc
+    structs = {k: v for k, v in content.items() if not k.startswith("__") and isinstance(v, dict)}
+    if "x" in structs:
+        x = structs["x"]
+    elif len(structs) == 1:
+        x = next(iter(structs.values()))
+    else:
+        raise ValueError(
+            f"{path}: expected one PRTools dataset struct (named 'x'); found "
+            f"{sorted(k for k in content if not k.startswith('__'))}."
+        )
+    missing = [f for f in ("data", "nlab", "lablist", "ident") if f not in x]
+    if missing or not isinstance(x.get("ident"), dict) or "milbag" not in x["ident"]:
+        raise ValueError(
+            f"{path}: not a PRTools MIL data set (needs fields data, nlab, lablist and "
+            f"ident.milbag; missing {missing or ['ident.milbag']})."
+        )
+    data = x["data"]
+    if scipy.sparse.issparse(data):
+        data = data.toarray()
+    X = np.atleast_2d(np.asarray(data, dtype=np.float64))
+    nlab = np.asarray(x["nlab"]).reshape(-1).astype(np.int64)
+    milbag = np.asarray(x["ident"]["milbag"])
+    # Bag names are stored as a blank-padded char matrix; numbers come as a column.
+    keys = np.array([str(v).strip() for v in milbag.reshape(-1)], dtype=object)
+    if not (len(X) == len(nlab) == len(keys)):
+        raise ValueError(
+            f"{path}: data has {len(X)} rows but nlab {len(nlab)} and milbag {len(keys)}."
+        )
+    labels = _mat_instance_labels(nlab, _mat_label_names(x["lablist"]), str(path))
+    bags, raw_y, _ = _group_rows(X, labels, keys, sort_ids=False, where=str(path))
+    y = _bag_labels_to_int(raw_y, str(path))
+    bag_ids = np.arange(1, len(bags) + 1, dtype=np.int64)
+    return BagDataset(_dataset_name(path, name), bags, y, bag_ids, source=str(path))
+
+
+def from_dataframe(
+    df: pd.DataFrame,
+    bag_col: str = "bag",
+    label_col: str = "label",
+    feature_cols: Iterable[str] | None = None,
+    name: str = "custom",
+) -> BagDataset:
+    """Build a :class:`BagDataset` from a table with one row per instance.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+    bag_col : str
+        Column holding each row's bag id (any hashable values).
+    label_col : str
+        Column holding the bag label (integers or booleans; -1/+1 is read as
+        0/1). It must be the same on every row of a bag.
+    feature_cols : iterable of str, optional
+        Feature columns in the wanted order; default: every column except
+        ``bag_col`` and ``label_col``, in table order.
+    name : str
+        Data set name.
+
+    Returns
+    -------
+    BagDataset
+        Bags in order of their first row in ``df``; ``bag_ids`` holds the
+        bag column's values.
+
+    Raises
+    ------
+    ValueError
+        If the table is empty, a column is missing, a feature column is not
+        numeric, a value is missing or infinite (the message names the column),
+        or a bag has rows with different labels.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"from_dataframe expects a pandas DataFrame, got {type(df).__name__}.")
+    if df.shape[0] == 0:
+        raise ValueError(f"{name}: the table has no rows.")
+    columns = list(df.columns)
+    for role, col in (("bag_col", bag_col), ("label_col", label_col)):
+        if col not in columns:
+            raise ValueError(f"{name}: column {col!r} ({role}) not found; columns are {columns}.")
+    if feature_cols is None:
+        feature_cols = [c for c in columns if c not in (bag_col, label_col)]
+    else:
+        feature_cols = list(feature_cols)
+        unknown = [c for c in feature_cols if c not in columns]
+        if unknown:
+            raise ValueError(f"{name}: feature column(s) {unknown} not found; columns are {columns}.")
+        clash = [c for c in feature_cols if c in (bag_col, label_col)]
+        if clash:
+            raise ValueError(f"{name}: {clash} cannot be both a feature and the bag/label column.")
+    if not feature_cols:
+        raise ValueError(f"{name}: no feature columns (only {bag_col!r} and {label_col!r}).")
+    non_numeric = [c for c in feature_cols if not pd.api.types.is_numeric_dtype(df[c])]
+    if non_numeric:
+        raise ValueError(
+            f"{name}: feature column(s) {non_numeric} are not numeric (dtype "
+            f"{df[non_numeric[0]].dtype}); convert or drop them, or pass feature_cols=."
+        )
+    X = df[feature_cols].to_numpy(dtype=np.float64)
+    if not np.all(np.isfinite(X)):
+        row, col = np.argwhere(~np.isfinite(X))[0]
+        raise ValueError(
+            f"{name}: feature column {feature_cols[col]!r} holds a missing (NaN) or "
+            f"infinite value (row {df.index[row]!r})."
+        )
+    keys = df[bag_col].to_numpy()
+    if pd.isna(df[bag_col]).any():
+        row = df.index[pd.isna(df[bag_col]).to_numpy()][0]
+        raise ValueError(f"{name}: bag column {bag_col!r} is missing a value (row {row!r}).")
+    if not (pd.api.types.is_numeric_dtype(df[label_col]) or pd.api.types.is_bool_dtype(df[label_col])):
+        raise ValueError(
+            f"{name}: label column {label_col!r} must hold integers or booleans "
+            f"(dtype {df[label_col].dtype}); map the classes first, e.g. "
+            "df[label].map({'neg': 0, 'pos': 1})."
+        )
+    labels = df[label_col].to_numpy(dtype=np.float64, na_value=np.nan)
+    if np.isnan(labels).any():
+        row = df.index[np.isnan(labels)][0]
+        raise ValueError(f"{name}: label column {label_col!r} is missing a value (row {row!r}).")
+    bags, raw_y, bag_ids = _group_rows(X, labels, keys, sort_ids=False, where=name)
+    y = _bag_labels_to_int(raw_y, name)
+    return BagDataset(name, bags, y, bag_ids)
+
+
+def load_bags_csv(
+    path: str | os.PathLike,
+    bag_col: str = "bag",
+    label_col: str = "label",
+    feature_cols: Iterable[str] | None = None,
+    name: str | None = None,
+    **read_csv_kwargs,
+) -> BagDataset:
+    """Read the user's own CSV (with a header row) of one instance per row.
+
+    Parameters
+    ----------
+    path : str or PathLike
+    bag_col, label_col, feature_cols :
+        As in :func:`from_dataframe`.
+    name : str, optional
+        Data set name; defaults to the file name's stem.
+    **read_csv_kwargs
+        Passed to :func:`pandas.read_csv` (e.g. ``sep=";"``).
+
+    Returns
+    -------
+    BagDataset
+        Bags in order of first appearance; ``source`` is the path.
+    """
+    path = Path(path)
+    try:
+        df = pd.read_csv(path, **read_csv_kwargs)
+    except pd.errors.EmptyDataError as exc:
+        raise ValueError(f"{path} is empty.") from exc
+    ds = from_dataframe(
+        df,
+        bag_col=bag_col,
+        label_col=label_col,
+        feature_cols=feature_cols,
+        name=name if name is not None else path.stem,
+    )
+    ds.source = str(path)
+    return ds

@@ -1,0 +1,23 @@
+"""Training prototype MIL models: one contract, three engines.
+
+=================  =====================================================================
+module             what it holds
+=================  =====================================================================
+``config``         :class:`TrainConfig`: how a model is optimised (shared by all engines)
+``sequential``     :func:`train_model`: the step-by-step reference trainer (the semantics)
+``setup``          what the batched engines start from and return (:class:`BatchedFit`)
+``tensor``         the tensor engine: M models as batched torch operations (CUDA, or no numba)
+``compiled``       the numba engine: each model's epoch as one compiled loop (CPU default)
+``batched``        :func:`train_batched`: M models at once, dispatching to an engine
+=================  =====================================================================
+
+Every engine is tested to give the reference trainer's parameters (float64, 1e-9)
+over a seeded sample of the cross product of the model's and the trainer's options
+(``tests/test_training.py``).
+"""
+from .batched import train_batched
+from .config import TrainConfig, compat_train_config, epoch_batches
+from .sequential import train_model
+from .setup import BatchedFit
+
+__all__ = ["BatchedFit", "TrainConfig", "compat_train_config", "epoch_batches", "train_batched", "train_model"]

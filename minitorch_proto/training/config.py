@@ -1,0 +1,100 @@
+"""How one prototype model is optimised: :class:`TrainConfig`, shared by every engine.
+
+Adam with one learning rate for the prototypes and one for the classifier,
+batch size 1, a fixed number of epochs. The published code's training-loop
+deviations (bags drawn with replacement, the rate halved every 40 epochs,
+gradients never zeroed) are switches of :class:`TrainConfig`.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+
+import numpy as np
+
+__all__ = ["TrainConfig", "compat_train_config", "epoch_batches"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How a model is optimised.
+
+    Attributes
+    ----------
+    epochs : int
+    lr_prototypes, lr_classifier : float
+        Adam learning rates (alpha_p and alpha_w). Defaults: Musk1 in Table 1.
+    batch_size : int
+        Bags per step (1 in the paper).
+    sampling : {"shuffle", "replacement"}
+        Each epoch visits every training bag once in a new random order (paper),
+        or draws as many bags with replacement (published code).
+    lr_halving_every : int or None
+        Halve both rates every this many epochs (published code: 40).
+    accumulate_gradients : bool
+        Never zero the gradients, so each step uses the sum of every gradient so
+        far (published code; a bug there, kept to measure its effect).
+    betas, eps : Adam constants (PyTorch defaults).
+    """
+
+    epochs: int = 100
+    lr_prototypes: float = 9e-5
+    lr_classifier: float = 3e-5
+    batch_size: int = 1
+    sampling: str = "shuffle"
+    lr_halving_every: int | None = None
+    accumulate_gradients: bool = False
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+
+    def __post_init__(self) -> None:
+        if int(self.epochs) < 1:
+            raise ValueError(f"epochs must be >= 1, got {self.epochs}.")
+        if int(self.batch_size) < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}.")
+        for name in ("lr_prototypes", "lr_classifier"):
+            v = getattr(self, name)
+            if not np.isfinite(v) or v <= 0:
+                raise ValueError(f"{name} must be a positive number, got {v}.")
+        if self.sampling not in ("shuffle", "replacement"):
+            raise ValueError(f"sampling must be 'shuffle' or 'replacement', got {self.sampling!r}.")
+        if self.lr_halving_every is not None and int(self.lr_halving_every) < 1:
+            raise ValueError("lr_halving_every must be None or >= 1.")
+        object.__setattr__(self, "betas", tuple(self.betas))
+
+    def lr_factor(self, epoch: int) -> float:
+        """Multiplier of both learning rates in ``epoch`` (0-based)."""
+        if self.lr_halving_every is None:
+            return 1.0
+        return 0.5 ** (epoch // int(self.lr_halving_every))
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["betas"] = list(self.betas)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+def compat_train_config(config: TrainConfig | None = None, **overrides) -> TrainConfig:
+    """The published code's loop: sampling with replacement, rate halved every 40 epochs, no zero_grad."""
+    base = config or TrainConfig()
+    compat = dict(sampling="replacement", lr_halving_every=40, accumulate_gradients=True)
+    compat.update(overrides)
+    return replace(base, **compat)
+
+
+def epoch_batches(n_bags: int, config: TrainConfig, rng: np.random.Generator) -> list[np.ndarray]:
+    """The minibatches (arrays of bag positions) of one epoch.
+
+    Shared by the sequential and the batched trainer so both see the same bags
+    in the same order for the same seed.
+    """
+    if config.sampling == "shuffle":
+        order = rng.permutation(n_bags)
+    else:
+        order = rng.integers(0, n_bags, size=n_bags)
+    B = int(config.batch_size)
+    return [order[i : i + B] for i in range(0, n_bags, B)]

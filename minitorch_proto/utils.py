@@ -1,0 +1,79 @@
+"""Small runtime helpers with one home each: devices, CPU threads, progress bars.
+
+Everything here is below the model in the data flow: any module may import it,
+and it imports nothing from the package.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterable, Iterator
+
+import torch
+
+__all__ = ["progress_bar", "resolve_device", "torch_threads"]
+
+
+def resolve_device(device: str | torch.device | None) -> torch.device:
+    """Map ``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"auto"``/None or a ``torch.device`` to a device.
+
+    ``"auto"`` (and None) means CUDA when it is available, else the CPU.
+
+    Raises
+    ------
+    ValueError
+        An unknown device string, an unsupported device type, or CUDA asked for
+        where this PyTorch build or machine has none.
+    """
+    if isinstance(device, torch.device):
+        dev = device
+    elif device is None or (isinstance(device, str) and device.lower() == "auto"):
+        dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    elif isinstance(device, str):
+        try:
+            dev = torch.device(device)
+        except RuntimeError as exc:
+            raise ValueError(f"Unknown device {device!r}; use 'cpu', 'cuda' or 'auto'.") from exc
+    else:
+        raise ValueError(f"device must be a string or torch.device, got {type(device).__name__}.")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"device={device!r} was requested but CUDA is not available in this PyTorch "
+            "build/machine; use device='cpu' or device='auto'."
+        )
+    if dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"Unsupported device type {dev.type!r}; use 'cpu', 'cuda' or 'auto'.")
+    return dev
+
+
+@contextlib.contextmanager
+def torch_threads(n_threads: int | None) -> Iterator[None]:
+    """Temporarily set torch's intra-op CPU threads (``None``: leave them unchanged).
+
+    The models here take many tiny steps (one bag of a few instances each); with
+    several OpenMP threads, synchronisation dominates and a step can be 10-30x
+    slower than single-threaded, so callers parallelise over models or folds instead.
+    """
+    if n_threads is None:
+        yield
+        return
+    n_threads = int(n_threads)
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1 or None, got {n_threads}.")
+    old = torch.get_num_threads()
+    if old == n_threads:
+        yield
+        return
+    torch.set_num_threads(n_threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+def progress_bar(iterable: Iterable, enabled: bool, desc: str, **kwargs) -> Iterable:
+    """Wrap ``iterable`` in a tqdm bar when ``enabled`` (tqdm is imported only then)."""
+    if not enabled:
+        return iterable
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, desc=desc, leave=False, **kwargs)
