@@ -11,7 +11,19 @@ import pandas as pd
 from .cv import summarize
 from ..paper import DATASET_ORDER, PAPER_TABLE2, REPORTED_BASELINES
 
-__all__ = ["SPREADS", "table2", "format_table", "write_atomic", "average_ranks"]
+__all__ = [
+    "SPREADS",
+    "DISPLAY_NAMES",
+    "DATASET_NAMES",
+    "table2",
+    "format_table",
+    "write_atomic",
+    "average_ranks",
+    "display_name",
+    "shown_path",
+    "number_prototypes",
+    "ranked_table",
+]
 
 SPREADS = {
     "se_repeats": "standard error over the repetition means",
@@ -20,11 +32,12 @@ SPREADS = {
 
 
 def _row_label(method: str, evaluation: str) -> str:
+    name = display_name(method)
     if evaluation == "final":
-        return f"{method} (measured)"
+        return f"{name}, measured"
     if evaluation == "test_selected":
-        return f"{method} (measured, test-fold selection: optimistic)"
-    return f"{method} ({evaluation})"
+        return f"{name}, measured, test-fold selection: optimistic"
+    return f"{name}, {evaluation}"
 
 
 def table2(
@@ -66,7 +79,7 @@ def table2(
         rows.setdefault(label, {})[r["dataset"]] = cell
     table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=datasets).fillna("")
     table.index.name = f"{metric} (mean ± {SPREADS[spread]})"
-    return table
+    return table.rename(columns=DATASET_NAMES)
 
 
 def average_ranks(results: pd.DataFrame, metric: str = "accuracy") -> pd.Series:
@@ -94,3 +107,91 @@ def write_atomic(path: str | os.PathLike, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+# --------------------------------------------------------------------------------------
+# Names and paths as the book shows them
+# --------------------------------------------------------------------------------------
+#: The one table of display names for methods (results files keep the short keys).
+DISPLAY_NAMES: dict[str, str] = {
+    "prototype": "prototype model (paper-faithful)",
+    "prototype (published code)": "prototype model (published code's behaviour)",
+    "prototype (rates tuned on inner CV)": "prototype model (rates tuned on inner CV)",
+    "attention": "attention MIL",
+    "gated_attention": "gated-attention MIL",
+    "mi_net_max": "mi-Net, instance level (max)",
+    "mi_net_mean": "mi-Net, instance level (mean)",
+    "MI_net_max": "MI-Net, bag level (max)",
+    "MI_net_mean": "MI-Net, bag level (mean)",
+    "miles": "MILES",
+    "mi_svm": "mi-SVM",
+    "bag_stats": "bag statistics + logistic regression",
+}
+
+#: Display names of the benchmarks, in the paper's order.
+DATASET_NAMES: dict[str, str] = {
+    "musk1": "Musk1", "musk2": "Musk2", "fox": "Fox", "tiger": "Tiger", "elephant": "Elephant",
+}
+
+
+def display_name(method: str) -> str:
+    """The name a table or plot shows for a method key (the key itself when it has none)."""
+    return DISPLAY_NAMES.get(method, method)
+
+
+def shown_path(path: str | os.PathLike) -> str:
+    """A path as a page may print it: relative to the working folder, never absolute.
+
+    A path outside the working folder is shown as its last two parts (``folder/file``), so no
+    output reveals the machine's folders.
+    """
+    path = Path(path)
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return Path(*path.parts[-2:]).as_posix() if path.is_absolute() else path.as_posix()
+
+
+def number_prototypes(table: pd.DataFrame) -> pd.DataFrame:
+    """A copy of an explanation table with prototypes named P1, P2, ... (as in the plots).
+
+    The package indexes prototypes from 0 (``prototype`` column or index, ``nearest_prototype``);
+    tables shown to a reader number them from 1, like every figure.
+    """
+    out = table.copy()
+
+    def label(values):
+        return [f"P{int(v) + 1}" for v in values]
+
+    for column in ("prototype", "nearest_prototype"):
+        if column in out.columns:
+            out[column] = label(out[column])
+    if out.index.name == "prototype":
+        out.index = pd.Index(label(out.index), name="prototype")
+    if "attains_min" in out.columns:
+        out["attains_min"] = [", ".join(label(v)) if len(v) else "" for v in out["attains_min"]]
+    return out
+
+
+def ranked_table(results: pd.DataFrame, *, metric: str = "accuracy", spread: str = "se_repeats") -> pd.DataFrame:
+    """Every measured method (final evaluation) as "mean ± spread" per data set, with its average rank.
+
+    Rows are display names sorted by average rank (1 = best); columns are the data sets' display
+    names and ``average rank``.
+    """
+    if spread not in SPREADS:
+        raise ValueError(f"spread must be one of {sorted(SPREADS)}, got {spread!r}.")
+    final = results[results["evaluation"] == "final"]
+    summ = summarize(final)
+    ranks = average_ranks(final, metric=metric)
+    present = [d for d in DATASET_ORDER if d in set(summ["dataset"])]
+    rows = {}
+    for _, r in summ.iterrows():
+        sp = r[f"{metric}_{spread}"]
+        rows.setdefault(r["method"], {})[r["dataset"]] = f"{r[f'{metric}_mean']:.3f}" + (
+            "" if np.isnan(sp) else f" ± {sp:.3f}")
+    table = pd.DataFrame.from_dict(rows, orient="index").reindex(index=list(ranks.index), columns=present)
+    table["average rank"] = ranks.round(1)
+    table.index = [display_name(m) for m in table.index]
+    table.index.name = f"{metric} (mean ± {SPREADS[spread]})"
+    return table.rename(columns=DATASET_NAMES)

@@ -1,0 +1,201 @@
+"""One-at-a-time ablations against the paper-faithful model, and their paired accuracy changes.
+
+:data:`ABLATIONS` lists every setting the book measures: the paper's own design choices
+(pooling, layer norm, number of prototypes, penalties, distance, initialisation) and each
+departure of the authors' published code, one at a time and all together. :func:`run_ablations`
+cross-validates them on shared folds, and :func:`paired_deltas` turns the per-fold results
+into changes against the baseline, fold by fold (a paired comparison, whose standard error is
+that of the per-fold differences).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from ..model import compat_config
+from ..paper import paper_configs
+from ..training.config import compat_train_config
+from .cv import cross_validate_prototype, stratified_folds
+
+__all__ = ["Ablation", "ABLATIONS", "BASELINE", "DELTA_COLUMNS", "ablation_configs", "select_ablations", "run_ablations", "paired_deltas"]
+
+#: The setting every change is measured against.
+BASELINE = "paper-faithful"
+
+
+class Ablation(NamedTuple):
+    """One setting: changes to the model and training configurations, and the standardisation."""
+
+    group: str
+    setting: str
+    model_changes: Mapping | str
+    train_changes: Mapping | str
+    standardization: str = "feature"
+
+
+#: Every setting of the ablation page. ``"compat"`` stands for all published-code changes at once.
+#: Two settings belong to two groups (they are the paper's choices and the code's departures at
+#: once); :func:`run_ablations` trains them once and lists them in both.
+ABLATIONS: tuple[Ablation, ...] = (
+    Ablation("baseline", BASELINE, {}, {}),
+    Ablation("pooling", "pooling=mean", {"pooling": ("mean",)}, {}),
+    Ablation("pooling", "pooling=max", {"pooling": ("max",)}, {}),
+    Ablation("pooling", "pooling=min+mean", {"pooling": ("min", "mean")}, {}),
+    Ablation("pooling", "pooling=min+max", {"pooling": ("min", "max")}, {}),
+    Ablation("pooling", "pooling=min+max+mean", {"pooling": ("min", "max", "mean")}, {}),
+    Ablation("layer norm", "layer_norm=False", {"layer_norm": False}, {}),
+    Ablation("prototypes", "D=4", {"n_prototypes": 4}, {}),
+    Ablation("prototypes", "D=8", {"n_prototypes": 8}, {}),
+    Ablation("prototypes", "D=16", {"n_prototypes": 16}, {}),
+    Ablation("prototypes", "D=48", {"n_prototypes": 48}, {}),
+    Ablation("regulariser", "lambda_w=0", {"lambda_w": 0.0}, {}),
+    Ablation("regulariser", "lambda_p=0", {"lambda_p": 0.0}, {}),
+    Ablation("regulariser", "lambda_d=0", {"lambda_d": 0.0}, {}),
+    Ablation("distance", "distance=sqeuclidean", {"distance": "sqeuclidean"}, {}),
+    Ablation("distance", "distance=manhattan", {"distance": "manhattan"}, {}),
+    Ablation("distance", "distance=cosine", {"distance": "cosine"}, {}),
+    Ablation("init", "init=kmeans++", {"init": "kmeans++"}, {}),
+    Ablation("published-code deviation", "distance=pseudo", {"distance": "pseudo"}, {}),
+    Ablation("published-code deviation", "pooling=min+max+mean", {"pooling": ("min", "max", "mean")}, {}),
+    Ablation("published-code deviation", "layer_norm=False", {"layer_norm": False}, {}),
+    Ablation("published-code deviation", "bias=False", {"bias": False}, {}),
+    Ablation("published-code deviation", "prototype_penalty=pairwise", {"prototype_penalty": "pairwise"}, {}),
+    Ablation("published-code deviation", "distance_penalty=pooled", {"distance_penalty": "pooled"}, {}),
+    Ablation("published-code deviation", "standardization=instance", {}, {}, "instance"),
+    Ablation("published-code deviation", "sampling=replacement", {}, {"sampling": "replacement"}),
+    Ablation("published-code deviation", "lr_halving_every=40", {}, {"lr_halving_every": 40}),
+    Ablation("published-code deviation", "accumulate_gradients=True", {}, {"accumulate_gradients": True}),
+    Ablation("all deviations", "published code (all at once)", "compat", "compat", "instance"),
+)
+
+#: Columns of :func:`paired_deltas` (and of the frozen five-data-set table).
+DELTA_COLUMNS = ("group", "setting", "dataset", "accuracy", "delta", "delta_se", "n_folds")
+
+
+def ablation_configs(dataset: str, ablation: Ablation, epochs: int | None = None):
+    """The paper's Table 1 configurations for ``dataset`` with one ablation's changes applied.
+
+    Returns
+    -------
+    (PrototypeMILConfig, TrainConfig)
+    """
+    model_cfg, train_cfg = paper_configs(dataset, epochs=epochs)
+    if ablation.model_changes == "compat":
+        model_cfg = compat_config(model_cfg)
+    else:
+        model_cfg = replace(model_cfg, **dict(ablation.model_changes))
+    if ablation.train_changes == "compat":
+        train_cfg = compat_train_config(train_cfg)
+    else:
+        train_cfg = replace(train_cfg, **dict(ablation.train_changes))
+    return model_cfg, train_cfg
+
+
+def select_ablations(settings: Iterable[str] | None = None) -> list[Ablation]:
+    """The ablations named in ``settings`` (all when None), always with the baseline first.
+
+    Raises
+    ------
+    ValueError
+        If a name is not a setting of :data:`ABLATIONS`.
+    """
+    if settings is None:
+        return list(ABLATIONS)
+    wanted = set(settings)
+    unknown = wanted - {a.setting for a in ABLATIONS}
+    if unknown:
+        raise ValueError(f"unknown ablation setting(s) {sorted(unknown)}; see ABLATIONS for the names.")
+    return [a for a in ABLATIONS if a.setting in wanted or a.setting == BASELINE]
+
+
+def run_ablations(
+    data: Mapping[str, object],
+    ablations: Sequence[Ablation] = ABLATIONS,
+    *,
+    repeats: int = 1,
+    folds: int = 10,
+    epochs: int | None = None,
+    seed: int = 0,
+    device="auto",
+) -> tuple[pd.DataFrame, float]:
+    """Cross-validate every ablation on every data set, all on the same folds and seeds.
+
+    Parameters
+    ----------
+    data : mapping
+        Benchmark name -> data set with ``bags`` and ``y`` (e.g. ``load_benchmark``).
+    ablations : sequence of Ablation
+        The settings; must include the baseline for :func:`paired_deltas`.
+    repeats, folds : int
+        Repeated stratified k-fold cross-validation.
+    epochs : int, optional
+        Epochs per model (default: Table 1's 100).
+    seed : int
+        Seeds the folds and every model.
+    device : str
+        Passed to ``cross_validate_prototype``.
+
+    Returns
+    -------
+    results : DataFrame
+        Per-fold results with ``group`` and ``setting`` columns added.
+    seconds : float
+        Wall time of the whole run.
+    """
+    trained: dict[tuple[str, str], pd.DataFrame] = {}
+    rows, t0 = [], time.perf_counter()
+    for name, d in data.items():
+        cv_folds = stratified_folds(d.y, n_repeats=repeats, n_folds=folds, random_state=seed)
+        for ablation in ablations:
+            key = (name, ablation.setting)
+            if key not in trained:  # a setting listed in two groups trains once
+                model_cfg, train_cfg = ablation_configs(name, ablation, epochs=epochs)
+                trained[key] = cross_validate_prototype(
+                    d.bags, d.y, cv_folds, model_cfg, train_cfg, dataset=name, method=ablation.setting,
+                    standardization=ablation.standardization, device=device)
+            rows.append(trained[key].assign(group=ablation.group, setting=ablation.setting))
+    return pd.concat(rows, ignore_index=True), time.perf_counter() - t0
+
+
+def paired_deltas(results: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
+    """Mean paired change in accuracy of every setting against ``baseline``, per data set.
+
+    Parameters
+    ----------
+    results : DataFrame
+        Output of :func:`run_ablations` (``group``, ``setting``, ``dataset``, ``repeat``,
+        ``fold``, ``accuracy``).
+    baseline : str
+        The setting subtracted fold by fold.
+
+    Returns
+    -------
+    DataFrame
+        Columns :data:`DELTA_COLUMNS`: ``delta`` is the mean over folds of (accuracy of the
+        setting minus accuracy of the baseline on the same fold), ``delta_se`` the standard
+        error of those differences (NaN for one fold).
+
+    Raises
+    ------
+    ValueError
+        If the baseline is not among the settings.
+    """
+    if baseline not in set(results["setting"]):
+        raise ValueError(f"the baseline setting {baseline!r} is not in the results.")
+    key = ["dataset", "repeat", "fold"]
+    base = results.loc[results["setting"] == baseline, key + ["accuracy"]].drop_duplicates(key)
+    paired = results.merge(base, on=key, suffixes=("", "_baseline"))
+    paired["delta"] = paired["accuracy"] - paired["accuracy_baseline"]
+    deltas = (
+        paired.groupby(["group", "setting", "dataset"], sort=False)
+        .agg(accuracy=("accuracy", "mean"), delta=("delta", "mean"),
+             delta_se=("delta", lambda x: x.std(ddof=1) / np.sqrt(len(x)) if len(x) > 1 else np.nan),
+             n_folds=("delta", "size"))
+        .reset_index()
+    )
+    return deltas[list(DELTA_COLUMNS)]

@@ -1,0 +1,192 @@
+"""Frozen result tables: measurements too long to re-run in a book build, shipped with the package.
+
+A frozen table is a CSV file in ``minitorch_proto/data/frozen/`` with a JSON file of the same
+name beside it that says how it was made (``command``, ``commit``, ``date``, ``description``).
+Both are package data, so a notebook finds them after a plain ``pip install`` (as on Colab),
+without the repository beside it. :func:`write_frozen` writes a table together with that
+provenance; :func:`load_frozen` reads it back with the provenance in ``DataFrame.attrs``.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+import subprocess
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+
+from .report import write_atomic
+
+__all__ = [
+    "PROVENANCE_KEYS",
+    "frozen_dir",
+    "frozen_names",
+    "load_frozen",
+    "provenance",
+    "provenance_note",
+    "code_version",
+    "write_frozen",
+]
+
+#: Keys every provenance file must hold.
+PROVENANCE_KEYS = ("command", "commit", "date", "description")
+
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+def frozen_dir():
+    """The package-data folder of the frozen tables (a ``Traversable``, a plain path when installed)."""
+    return resources.files("minitorch_proto") / "data" / "frozen"
+
+
+def _check_name(name: str) -> str:
+    name = str(name)
+    if name.endswith(".csv"):
+        name = name[: -len(".csv")]
+    if not _NAME.match(name):
+        raise ValueError(f"{name!r} is not a frozen table name (letters, digits, '_', '-', '.').")
+    return name
+
+
+def frozen_names() -> list[str]:
+    """Names (without ``.csv``) of the frozen tables shipped with the package, sorted."""
+    folder = frozen_dir()
+    if not folder.is_dir():
+        return []
+    return sorted(p.name[: -len(".csv")] for p in folder.iterdir() if p.name.endswith(".csv"))
+
+
+def provenance(name: str) -> dict:
+    """The provenance record of a frozen table (command, commit, date, description, ...).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the table or its provenance file is not shipped with the package.
+    ValueError
+        If the provenance file lacks one of :data:`PROVENANCE_KEYS`.
+    """
+    name = _check_name(name)
+    meta = frozen_dir() / f"{name}.json"
+    if not meta.is_file():
+        known = ", ".join(frozen_names()) or "none"
+        raise FileNotFoundError(f"no frozen table {name!r} with provenance in the package (known: {known}).")
+    record = json.loads(meta.read_text())
+    missing = [k for k in PROVENANCE_KEYS if not record.get(k)]
+    if missing:
+        raise ValueError(f"provenance of frozen table {name!r} lacks {missing}.")
+    return record
+
+
+def load_frozen(name: str) -> pd.DataFrame:
+    """Read a frozen table; its provenance record is in ``df.attrs["provenance"]``.
+
+    Parameters
+    ----------
+    name : str
+        Table name, e.g. ``"measured_results"`` (``.csv`` may be given).
+
+    Returns
+    -------
+    DataFrame
+
+    Raises
+    ------
+    FileNotFoundError
+        If no such table ships with the package.
+    """
+    name = _check_name(name)
+    record = provenance(name)
+    with (frozen_dir() / f"{name}.csv").open("r") as fh:
+        df = pd.read_csv(fh)
+    df.attrs["provenance"] = record
+    return df
+
+
+def provenance_note(table: pd.DataFrame | dict) -> str:
+    """One Markdown line saying how a frozen table was made: date, command, code version.
+
+    Parameters
+    ----------
+    table : DataFrame or dict
+        A table from :func:`load_frozen` (its ``attrs["provenance"]``) or a provenance record.
+    """
+    record = table.attrs.get("provenance") if isinstance(table, pd.DataFrame) else table
+    if not record:
+        raise ValueError("the table carries no provenance (read it with load_frozen).")
+    return (f"*Frozen table* ({record['description']}), made on {record['date']} with "
+            f"`{record['command']}` at code version `{record['commit']}`.")
+
+
+def code_version(cwd: str | os.PathLike | None = None) -> str:
+    """The git commit of the code (``<sha>``, ``<sha>+dirty`` with uncommitted changes), else the version.
+
+    Parameters
+    ----------
+    cwd : path-like, optional
+        Folder inside the repository; defaults to the package's folder.
+    """
+    from .. import __version__  # noqa: PLC0415 - the package's own version, only needed outside git
+
+    where = Path(cwd) if cwd is not None else Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=where, capture_output=True,
+                             text=True, check=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "minitorch_proto"],
+                               cwd=where, capture_output=True, text=True, check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return f"minitorch_proto {__version__} (not a git checkout)"
+    return sha + ("+dirty" if dirty else "")
+
+
+def write_frozen(
+    df: pd.DataFrame,
+    name: str,
+    *,
+    command: str,
+    description: str,
+    folder: str | os.PathLike | None = None,
+    **extra,
+) -> Path:
+    """Write ``df`` as a frozen table with its provenance (CSV + JSON, each written atomically).
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table (written without its index).
+    name : str
+        Table name (file stem).
+    command : str
+        The command that produced the table, as a user would type it.
+    description : str
+        One line: what the table holds (protocol, data sets, methods).
+    folder : path-like, optional
+        Target folder; defaults to the package's ``data/frozen`` folder (in a source checkout).
+    **extra
+        Further JSON-serialisable provenance fields (e.g. ``wall_seconds``).
+
+    Returns
+    -------
+    Path
+        The CSV file written.
+    """
+    name = _check_name(name)
+    if not command.strip() or not description.strip():
+        raise ValueError("a frozen table needs the command that made it and a description.")
+    target = Path(folder) if folder is not None else Path(str(frozen_dir()))
+    target.mkdir(parents=True, exist_ok=True)
+    record = {
+        "command": command,
+        "commit": code_version(),
+        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d"),
+        "description": description,
+        "columns": list(map(str, df.columns)),
+        **extra,
+    }
+    csv_path = target / f"{name}.csv"
+    write_atomic(csv_path, df.to_csv(index=False))
+    write_atomic(target / f"{name}.json", json.dumps(record, indent=2) + "\n")
+    return csv_path

@@ -1,0 +1,370 @@
+"""Short verdicts written from measured numbers, for the closing section of each book page.
+
+Every function takes the tables a page has just computed and returns one to three plain
+sentences (Markdown). The sentences are built from those numbers only, so a page's verdict can
+never contradict its own outputs: when the numbers change, the words change with them.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "REPRODUCED_TOLERANCE",
+    "format_span",
+    "reproduction_verdict",
+    "selection_verdict",
+    "ablation_verdict",
+    "formulation_verdict",
+    "own_data_verdict",
+    "ranking_verdict",
+    "to_html",
+    "book_glue",
+]
+
+#: A measured mean counts as reproducing a reported accuracy when it is no further from it than
+#: this many accuracy points or two standard errors of the measured mean, whichever is larger.
+REPRODUCED_TOLERANCE = 0.02
+
+
+def format_span(values: Sequence[float], signed: bool = False) -> str:
+    """``"0.13"`` for one value (or equal values), ``"0.13 to 0.24"`` for several.
+
+    Parameters
+    ----------
+    values : sequence of float
+        Finite numbers; NaN values are ignored.
+    signed : bool, default=False
+        Print an explicit sign (``+0.05``), for changes.
+
+    Returns
+    -------
+    str
+        The smallest and largest value, two decimals each.
+
+    Raises
+    ------
+    ValueError
+        If no finite value is given.
+    """
+    arr = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
+    if arr.size == 0:
+        raise ValueError("format_span needs at least one finite value.")
+    fmt = "{:+.2f}" if signed else "{:.2f}"
+    lo, hi = fmt.format(arr.min()), fmt.format(arr.max())
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+def _names(datasets: Sequence[str], display: Mapping[str, str] | None) -> str:
+    shown = [(display or {}).get(d, d) for d in datasets]
+    if len(shown) <= 2:
+        return " and ".join(shown)
+    return ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def _rows(summary: pd.DataFrame, method: str, evaluation: str) -> pd.DataFrame:
+    needed = {"dataset", "method", "evaluation", "accuracy_mean"}
+    missing = needed - set(summary.columns)
+    if missing:
+        raise ValueError(f"summary lacks the column(s) {sorted(missing)} (use cv.summarize on per-fold results).")
+    rows = summary[(summary["method"] == method) & (summary["evaluation"] == evaluation)]
+    if rows.empty:
+        raise ValueError(f"summary has no rows for method {method!r} with evaluation {evaluation!r}.")
+    return rows
+
+
+def reproduction_verdict(
+    summary: pd.DataFrame,
+    reported: Mapping[str, tuple[float, float] | float],
+    *,
+    method: str,
+    evaluation: str = "final",
+    tolerance: float = REPRODUCED_TOLERANCE,
+    display: Mapping[str, str] | None = None,
+) -> str:
+    """Whether measured accuracies reproduce reported ones, and by how much they differ.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        Output of :func:`minitorch_proto.evaluation.cv.summarize` (``dataset``, ``method``,
+        ``evaluation``, ``accuracy_mean``, optionally ``accuracy_se_repeats``).
+    reported : mapping
+        Data set -> reported accuracy (or ``(accuracy, spread)`` as in ``PAPER_TABLE2``).
+    method, evaluation : str
+        The measured row to judge.
+    tolerance : float, default=:data:`REPRODUCED_TOLERANCE`
+        Smallest distance (accuracy points) still counted as a reproduction.
+    display : mapping, optional
+        Data set -> name to print (e.g. ``"musk1" -> "Musk1"``).
+
+    Returns
+    -------
+    str
+        One or two sentences, e.g. "The reported accuracies were **not reproduced**: ...".
+
+    Raises
+    ------
+    ValueError
+        If the summary has no such row, or no data set of it has a reported value.
+    """
+    rows = _rows(summary, method, evaluation)
+    gaps, within, names = [], [], []
+    for _, row in rows.iterrows():
+        if row["dataset"] not in reported:
+            continue
+        value = reported[row["dataset"]]
+        ref = float(value[0] if isinstance(value, (tuple, list)) else value)
+        se = float(row.get("accuracy_se_repeats", np.nan))
+        allowed = max(tolerance, 2 * se) if np.isfinite(se) else tolerance
+        gap = float(row["accuracy_mean"]) - ref
+        gaps.append(gap)
+        within.append(abs(gap) <= allowed)
+        names.append(row["dataset"])
+    if not gaps:
+        raise ValueError(f"none of the measured data sets of {method!r} has a reported accuracy.")
+    gaps_arr = np.asarray(gaps)
+    n, n_ok = len(gaps), int(np.sum(within))
+    below = gaps_arr < 0
+    if n_ok == n:
+        return (f"The reported accuracies **were reproduced** on {_names(names, display)}: the measured means "
+                f"differ from them by {format_span(gaps_arr, signed=True)}.")
+    failed = [d for d, ok in zip(names, within) if not ok]
+    head = "was **not reproduced**" if n_ok == 0 else f"was reproduced on {n_ok} of {n} data sets only"
+    if below.all():
+        size = f"the measured accuracy is {format_span(-gaps_arr)} below the reported one on every data set"
+    else:
+        size = f"measured minus reported accuracy ranges over {format_span(gaps_arr, signed=True)}"
+    return (f"The reported accuracy {head}: {size} (mean difference {gaps_arr.mean():+.2f}); "
+            f"not reproduced on {_names(failed, display)}.")
+
+
+def selection_verdict(
+    summary: pd.DataFrame,
+    *,
+    method: str,
+    honest: str = "final",
+    selected: str = "test_selected",
+    display: Mapping[str, str] | None = None,
+) -> str:
+    """How much letting the test fold choose the epoch raises a method's measured accuracy.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        Output of ``summarize`` holding both evaluations of ``method``.
+    method : str
+        The method scored both ways.
+    honest, selected : str
+        The evaluation names of the honest score and of the test-fold-selected one.
+    display : mapping, optional
+        Data set -> name to print.
+
+    Returns
+    -------
+    str
+        One sentence.
+    """
+    a = _rows(summary, method, honest).set_index("dataset")["accuracy_mean"]
+    b = _rows(summary, method, selected).set_index("dataset")["accuracy_mean"]
+    common = [d for d in a.index if d in b.index]
+    if not common:
+        raise ValueError(f"no data set has both the {honest!r} and the {selected!r} evaluation.")
+    gain = (b[common] - a[common]).to_numpy(dtype=float)
+    best = common[int(np.argmax(gain))]
+    return (f"Letting the test fold choose the epoch raises the accuracy by {format_span(gain, signed=True)} "
+            f"(most on {(display or {}).get(best, best)}); that part of a score is not an estimate for new data.")
+
+
+def ablation_verdict(
+    deltas: pd.DataFrame,
+    *,
+    baseline: str,
+    gap: float | None = None,
+    z: float = 2.0,
+    brief: bool = False,
+) -> str:
+    """What one-at-a-time changes are worth, from a table of paired accuracy changes.
+
+    Parameters
+    ----------
+    deltas : DataFrame
+        One row per (setting, dataset) with ``setting``, ``delta`` (mean paired change in
+        accuracy) and optionally ``delta_se`` (its standard error).
+    baseline : str
+        The setting every change is measured against (left out of the verdict).
+    gap : float, optional
+        The accuracy gap the changes are judged against (e.g. reported minus measured baseline
+        accuracy); when given, the verdict says whether the best change closes it.
+    z : float, default=2.0
+        A change is called clear when ``|delta| > z * delta_se``.
+    brief : bool, default=False
+        One sentence only: the comparison with ``gap`` when given, else the best and worst change.
+
+    Returns
+    -------
+    str
+        Two or three sentences.
+    """
+    missing = {"setting", "delta"} - set(deltas.columns)
+    if missing:
+        raise ValueError(f"deltas lacks the column(s) {sorted(missing)}.")
+    rows = deltas[deltas["setting"] != baseline].drop_duplicates([c for c in ("setting", "dataset") if c in deltas])
+    if rows.empty:
+        raise ValueError("deltas holds no setting other than the baseline.")
+    per_setting = rows.groupby("setting", sort=False)["delta"].mean()
+    best, worst = per_setting.idxmax(), per_setting.idxmin()
+    se = rows["delta_se"] if "delta_se" in rows else pd.Series(np.nan, index=rows.index)
+    clear = rows[np.abs(rows["delta"]) > z * se.fillna(np.inf)]
+    n_cells = len(rows)
+    text = (f"The largest gain is {per_setting[best]:+.3f} ({best}) and the largest loss {per_setting[worst]:+.3f} "
+            f"({worst}), averaged over the data sets; {len(clear)} of {n_cells} measured changes are larger than "
+            f"{z:g} standard errors.")
+    if gap is None or not np.isfinite(gap):
+        return text.split("; ")[0] + "." if brief else text
+    if per_setting[best] >= gap:
+        closing = f"The best single change ({best}, {per_setting[best]:+.3f}) is as large as the gap to the paper ({gap:.2f})."
+    else:
+        share = max(per_setting[best], 0.0) / gap if gap > 0 else np.nan
+        closing = (f"No single change closes the gap of {gap:.2f} to the paper's accuracy: the best one "
+                   f"({best}) covers {share:.0%} of it.")
+    return closing if brief else f"{text} {closing}"
+
+
+def formulation_verdict(
+    four_bag_accuracy: float,
+    larger_accuracy: float,
+    mean_baseline_accuracy: float,
+    concept_distance_start: float,
+    concept_distance_end: float,
+) -> str:
+    """The toy problem's result: separation in distance space and where the prototypes went.
+
+    Parameters
+    ----------
+    four_bag_accuracy : float
+        Training accuracy of the prototype model on the four bags of Figure 1.
+    larger_accuracy : float
+        Training accuracy on the larger toy problem.
+    mean_baseline_accuracy : float
+        Training accuracy of a linear model on the bag means of the larger problem.
+    concept_distance_start, concept_distance_end : float
+        Distance from the concept point to its nearest prototype, before and after training.
+
+    Returns
+    -------
+    str
+        Two sentences.
+    """
+    moved = "moved to within" if concept_distance_end < concept_distance_start else "ended"
+    return (f"The prototype model fits the four bags of Figure 1 with training accuracy {four_bag_accuracy:.2f} and "
+            f"the larger toy problem with {larger_accuracy:.2f}, where a linear model on the bag means reaches "
+            f"{mean_baseline_accuracy:.2f}. The nearest prototype {moved} {concept_distance_end:.2f} of the concept "
+            f"point (it started {concept_distance_start:.2f} away), so the model found the concept without "
+            f"instance labels.")
+
+
+def own_data_verdict(
+    summary: pd.DataFrame,
+    *,
+    method: str,
+    baseline: str,
+    held_out_accuracy: float,
+    reload_identical: bool,
+    display: Mapping[str, str] | None = None,
+) -> str:
+    """The walk-through's outcome: cross-validated accuracy against a baseline, held-out score, reload.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        Output of ``summarize`` with rows for ``method`` and ``baseline`` (evaluation ``final``).
+    method, baseline : str
+        Method names in ``summary``.
+    held_out_accuracy : float
+        Accuracy of the final model on the held-out bags.
+    reload_identical : bool
+        Whether the saved and reloaded model predicts the same.
+    display : mapping, optional
+        Method -> name to print.
+
+    Returns
+    -------
+    str
+        Two sentences.
+    """
+    names = display or {}
+    a = _rows(summary, method, "final").iloc[0]
+    b = _rows(summary, baseline, "final").iloc[0]
+    diff = float(a["accuracy_mean"] - b["accuracy_mean"])
+    relation = "above" if diff > 0 else ("below" if diff < 0 else "level with")
+    spread = a.get("accuracy_std_folds", np.nan)
+    spread_text = "" if not np.isfinite(spread) else f" (standard deviation over folds {spread:.2f})"
+    return (f"In cross-validation the {names.get(method, method)} scores {a['accuracy_mean']:.2f}{spread_text}, "
+            f"{abs(diff):.2f} {relation} {names.get(baseline, baseline)} ({b['accuracy_mean']:.2f}); "
+            f"the final model scores {held_out_accuracy:.2f} on the held-out bags. "
+            f"The saved model {'reloads with identical predictions' if reload_identical else 'does NOT reload identically'}.")
+
+
+def ranking_verdict(
+    ranks: pd.Series,
+    method: str,
+    display: Mapping[str, str] | None = None,
+) -> str:
+    """Where one method stands among others by average rank (1 = best).
+
+    Parameters
+    ----------
+    ranks : Series
+        Method -> average rank over data sets (e.g. ``report.average_ranks``).
+    method : str
+        The method to place.
+    display : mapping, optional
+        Method -> name to print.
+
+    Returns
+    -------
+    str
+        One sentence.
+    """
+    if method not in ranks.index:
+        raise ValueError(f"{method!r} is not among the ranked methods {list(ranks.index)}.")
+    names = display or {}
+    ordered = ranks.sort_values()
+    place = int(np.flatnonzero(ordered.index == method)[0]) + 1
+    best = ordered.index[0]
+    if best == method:
+        return (f"{names.get(method, method)} has the best average rank ({ordered.iloc[0]:.1f}) "
+                f"of the {len(ordered)} methods measured.")
+    return (f"{names.get(method, method)} places {place} of {len(ordered)} by average rank ({ordered[method]:.1f}); "
+            f"{names.get(best, best)} is first ({ordered.iloc[0]:.1f}).")
+
+
+def to_html(text: str) -> str:
+    """Inline HTML of a verdict (``**bold**`` and ``code`` marks), for pasting into other pages."""
+    import html
+    import re
+
+    out = html.escape(text, quote=False)
+    out = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", out)
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+
+
+def book_glue(name: str, value) -> None:
+    """Store ``value`` under ``name`` for other pages of the book (MyST-NB ``glue``), shown nowhere here.
+
+    Strings are stored as inline HTML (see :func:`to_html`), numbers as numbers (so a page can
+    format them, e.g. ``{glue:text}`page.ipynb::name:.2f```), tables as their HTML. Outside a
+    book build (no ``myst_nb`` installed, e.g. on Colab) this does nothing.
+    """
+    try:
+        from myst_nb import glue
+    except ImportError:  # the book's tools are not installed: nothing reads the value
+        return
+    if isinstance(value, str):
+        from IPython.display import HTML
+
+        value = HTML(to_html(value))
+    glue(name, value, display=False)

@@ -1,0 +1,165 @@
+"""The book lives in its ecosystem: one repository address, a publish workflow that runs the
+README's commands, and frozen tables shipped as package data with their provenance."""
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from minitorch_proto.about import PIP_INSTALL, REPOSITORY
+from minitorch_proto.evaluation import frozen
+from minitorch_proto.evaluation.ablations import ABLATIONS, DELTA_COLUMNS
+from minitorch_proto.evaluation.cv import RESULT_COLUMNS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+REPO = Path(__file__).resolve().parents[1]
+WORKFLOW = REPO / ".github" / "workflows" / "book.yml"
+
+
+# --------------------------------------------------------------------------------------
+# One repository address
+# --------------------------------------------------------------------------------------
+def _install_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if re.search(r"\bpip install\b.*git\+", line)]
+
+
+def test_config_names_the_repository_of_the_package():
+    config = yaml.safe_load((REPO / "_config.yml").read_text())
+    assert config["repository"]["url"] == REPOSITORY
+    assert config["launch_buttons"]["colab_url"] and config["launch_buttons"]["binderhub_url"]
+
+
+@pytest.mark.parametrize("notebook", sorted((REPO / "notebooks").glob("*.ipynb")), ids=lambda p: p.stem)
+def test_notebook_install_cell_uses_the_repository(notebook):
+    nb = json.loads(notebook.read_text())
+    source = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    lines = _install_lines(source)
+    assert lines, f"{notebook.name}: no install cell (pip install git+...) for Colab"
+    for line in lines:
+        assert f'"{PIP_INSTALL}"' in line, f"{notebook.name}: install line does not use {PIP_INSTALL}: {line.strip()}"
+
+
+@pytest.mark.parametrize("page", ["README.md", "book/intro.md"])
+def test_prose_install_instructions_use_the_repository(page):
+    lines = _install_lines((REPO / page).read_text())
+    assert lines, f"{page} does not say how to install from the repository"
+    for line in lines:
+        assert PIP_INSTALL in line, f"{page}: {line.strip()}"
+
+
+def test_no_other_project_address_is_written_anywhere():
+    owner_repo = "/".join(REPOSITORY.rstrip("/").split("/")[-2:])
+    pattern = re.compile(r"github\.com/(minitorch[-_]proto/[A-Za-z0-9_.-]+)")
+    files = [REPO / "README.md", REPO / "_config.yml", *REPO.glob("book/*.md"), *REPO.glob("notebooks/*.ipynb")]
+    for path in files:
+        for found in pattern.findall(path.read_text()):
+            assert found.removesuffix(".git") == owner_repo, f"{path.name} names {found}, not {owner_repo}"
+
+
+# --------------------------------------------------------------------------------------
+# The publish workflow runs what the README tells a user to run
+# --------------------------------------------------------------------------------------
+def readme_commands() -> list[str]:
+    """The commands of the README's Quickstart block (comments stripped)."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Quickstart", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert block, "README: no bash block under Quickstart"
+    commands = [line.split("#", 1)[0].strip() for line in block.group(1).splitlines()]
+    return [c for c in commands if c]
+
+
+def test_workflow_parses_and_calls_the_readme_commands():
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as True
+    assert "push" in triggers and "pull_request" in triggers
+    steps = [step for job in workflow["jobs"].values() for step in job.get("steps", [])]
+    runs = [step["run"].strip() for step in steps if "run" in step]
+    commands = readme_commands()
+    assert {"make test", "make book"} <= set(commands), commands
+    for command in commands:
+        assert command in runs, f"the workflow does not run the README's {command!r} (it runs {runs})"
+    assert runs.index("make test") < runs.index("make book")
+    uses = [step["uses"].split("@")[0] for step in steps if "uses" in step]
+    for action in ("actions/checkout", "actions/configure-pages", "actions/upload-pages-artifact",
+                   "actions/deploy-pages"):
+        assert action in uses, f"the workflow does not use {action}"
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-pages-artifact"))
+    assert upload["with"]["path"] == "_build/html"
+    deploy = workflow["jobs"]["deploy"]
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}
+    assert deploy["needs"] == "build"
+
+
+def test_ci_entry_point_runs_the_readme_test_command():
+    assert "make test" in (REPO / ".ci" / "run").read_text()
+    assert "make test" in readme_commands()
+
+
+# --------------------------------------------------------------------------------------
+# Frozen tables: package data, provenance, and the columns and methods the code produces
+# --------------------------------------------------------------------------------------
+def test_frozen_tables_ship_as_package_data():
+    names = frozen.frozen_names()
+    assert {"measured_results", "ablation_deltas_5datasets"} <= set(names), names
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    patterns = config["tool"]["setuptools"]["package-data"]["minitorch_proto"]
+    for name in names:
+        for suffix in (".csv", ".json"):
+            rel = f"data/frozen/{name}{suffix}"
+            assert any(fnmatch.fnmatch(rel, p) for p in patterns), f"{rel} is not package data ({patterns})"
+
+
+@pytest.mark.parametrize("name", frozen.frozen_names())
+def test_frozen_table_names_its_command_and_code_version(name):
+    record = frozen.provenance(name)
+    assert record["command"].split()[0] in {"minitorch-proto", "papermill", ".venv/bin/papermill", "python",
+                                            ".venv/bin/python", ".venv/bin/minitorch-proto"}, record["command"]
+    assert re.fullmatch(r"[0-9a-f]{7,40}(\+dirty)?", record["commit"]), record["commit"]
+    table = frozen.load_frozen(name)
+    assert list(table.columns) == record.get("columns", list(table.columns))
+    assert len(table) > 0
+
+
+def test_frozen_measured_results_have_the_columns_and_methods_of_the_code():
+    from minitorch_proto.baselines import BASELINES
+    from minitorch_proto.cli import PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_TUNED
+
+    table = frozen.load_frozen("measured_results")
+    assert list(table.columns) == list(RESULT_COLUMNS)
+    produced = {PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_TUNED, *BASELINES}
+    assert set(table["method"]) <= produced, set(table["method"]) - produced
+    assert set(table["evaluation"]) <= {"final", "test_selected"}
+
+
+def test_frozen_ablation_deltas_have_the_columns_and_settings_of_the_code():
+    table = frozen.load_frozen("ablation_deltas_5datasets")
+    assert list(table.columns) == list(DELTA_COLUMNS)
+    settings = {(a.group, a.setting) for a in ABLATIONS}
+    found = set(zip(table["group"], table["setting"]))
+    assert found <= settings, found - settings
+
+
+def test_write_frozen_round_trip(tmp_path, monkeypatch):
+    df = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+    path = frozen.write_frozen(df, "demo", command="minitorch-proto demo", description="a demo", folder=tmp_path)
+    monkeypatch.setattr(frozen, "frozen_dir", lambda: tmp_path)
+    back = frozen.load_frozen("demo")
+    pd.testing.assert_frame_equal(back, df)
+    assert back.attrs["provenance"]["command"] == "minitorch-proto demo"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.csv", "demo.json"] == sorted(
+        [path.name, "demo.json"])
+    with pytest.raises(FileNotFoundError, match="no frozen table"):
+        frozen.load_frozen("missing")
+    with pytest.raises(ValueError, match="command"):
+        frozen.write_frozen(df, "demo", command=" ", description="x", folder=tmp_path)

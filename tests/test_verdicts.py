@@ -1,0 +1,102 @@
+"""Verdicts are written from the numbers they are given, and change when the numbers change."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from minitorch_proto.evaluation.verdicts import (
+    ablation_verdict,
+    format_span,
+    formulation_verdict,
+    own_data_verdict,
+    ranking_verdict,
+    reproduction_verdict,
+    selection_verdict,
+)
+
+REPORTED = {"musk1": (0.908, 0.1), "fox": (0.691, 0.1)}
+
+
+def summary(rows):
+    return pd.DataFrame(rows, columns=["dataset", "method", "evaluation", "accuracy_mean", "accuracy_se_repeats",
+                                       "accuracy_std_folds"])
+
+
+def test_format_span():
+    assert format_span([0.134, 0.241]) == "0.13 to 0.24"
+    assert format_span([0.2, 0.2001]) == "0.20"
+    assert format_span([-0.05, 0.1], signed=True) == "-0.05 to +0.10"
+    assert format_span([np.nan, 0.5]) == "0.50"
+    with pytest.raises(ValueError):
+        format_span([np.nan])
+
+
+def test_reproduction_verdict_says_not_reproduced_with_the_measured_gap():
+    s = summary([("musk1", "p", "final", 0.774, 0.008, 0.1), ("fox", "p", "final", 0.534, 0.02, 0.1)])
+    text = reproduction_verdict(s, REPORTED, method="p")
+    assert "**not reproduced**" in text
+    assert "0.13 to 0.16 below" in text  # 0.908-0.774 = 0.134, 0.691-0.534 = 0.157
+    assert "Musk1" not in text and "musk1" in text
+    assert "Musk1" in reproduction_verdict(s, REPORTED, method="p", display={"musk1": "Musk1"})
+
+
+def test_reproduction_verdict_says_reproduced_when_within_tolerance():
+    s = summary([("musk1", "p", "final", 0.90, 0.01, 0.1), ("fox", "p", "final", 0.70, np.nan, 0.1)])
+    text = reproduction_verdict(s, REPORTED, method="p")
+    assert "**were reproduced**" in text and "not" not in text
+
+
+def test_reproduction_verdict_partial_and_two_standard_errors():
+    # Fox is 0.05 off but its standard error (0.03) makes that within two standard errors.
+    s = summary([("musk1", "p", "final", 0.70, 0.01, 0.1), ("fox", "p", "final", 0.641, 0.03, 0.1)])
+    text = reproduction_verdict(s, REPORTED, method="p")
+    assert "reproduced on 1 of 2 data sets only" in text and "not reproduced on musk1" in text
+
+
+def test_reproduction_verdict_errors():
+    s = summary([("tiger", "p", "final", 0.7, 0.01, 0.1)])
+    with pytest.raises(ValueError, match="reported"):
+        reproduction_verdict(s, REPORTED, method="p")
+    with pytest.raises(ValueError, match="no rows"):
+        reproduction_verdict(s, REPORTED, method="q")
+
+
+def test_selection_verdict_measures_the_gain():
+    s = summary([("musk1", "c", "final", 0.54, 0.02, 0.1), ("musk1", "c", "test_selected", 0.73, 0.02, 0.1),
+                 ("fox", "c", "final", 0.58, 0.02, 0.1), ("fox", "c", "test_selected", 0.62, 0.02, 0.1)])
+    text = selection_verdict(s, method="c", display={"musk1": "Musk1"})
+    assert "+0.04 to +0.19" in text and "Musk1" in text
+
+
+def test_ablation_verdict_names_best_and_worst_and_the_gap():
+    deltas = pd.DataFrame({
+        "setting": ["base", "a", "b", "a", "b"],
+        "dataset": ["m", "m", "m", "f", "f"],
+        "delta": [0.0, 0.05, -0.10, 0.03, -0.2],
+        "delta_se": [0.0, 0.01, 0.2, 0.01, 0.01],
+    })
+    text = ablation_verdict(deltas, baseline="base", gap=0.13)
+    assert "+0.040 (a)" in text and "-0.150 (b)" in text
+    assert "3 of 4" in text  # a/m, a/f and b/f exceed two standard errors; b/m does not
+    assert "No single change closes the gap of 0.13" in text and "(a) covers 31%" in text
+    assert ablation_verdict(deltas, baseline="base", gap=0.13, brief=True).startswith("No single change")
+    assert ablation_verdict(deltas, baseline="base", brief=True).count(".") == 3  # one sentence, two numbers
+    assert "as large as the gap" in ablation_verdict(deltas, baseline="base", gap=0.03)
+
+
+def test_formulation_and_own_data_verdicts():
+    text = formulation_verdict(1.0, 0.95, 0.5, 2.3, 0.12)
+    assert "1.00" in text and "0.95" in text and "0.50" in text and "moved to within 0.12" in text
+    s = summary([("d", "prototype", "final", 0.9, 0.01, 0.05), ("d", "bag_stats", "final", 0.8, 0.01, 0.04)])
+    text = own_data_verdict(s, method="prototype", baseline="bag_stats", held_out_accuracy=0.93,
+                            reload_identical=True, display={"bag_stats": "bag statistics"})
+    assert "0.10 above bag statistics" in text and "0.93" in text and "identical" in text
+
+
+def test_ranking_verdict():
+    ranks = pd.Series({"a": 1.5, "b": 3.0, "c": 2.0})
+    assert "places 3 of 3" in ranking_verdict(ranks, "b")
+    assert "best average rank" in ranking_verdict(ranks, "a")
+    with pytest.raises(ValueError):
+        ranking_verdict(ranks, "z")
