@@ -56,6 +56,7 @@ import pandas as pd
 import torch
 
 from .estimator import PrototypeMILClassifier
+from .utils import EstimatorFactory
 from .model import PrototypeMIL
 from .preprocessing import BagStandardizer
 from .data.synthetic import SyntheticBags, make_toy_bags
@@ -269,20 +270,6 @@ def run_mnist_experiment(
 
 
 # --------------------------------------------------------------------- MIL unit tests
-class _PrototypeFactory:
-    """Picklable ``seed -> PrototypeMILClassifier`` factory with fixed keyword arguments."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        self.kwargs = kwargs
-
-    def __call__(self, random_state: int | None = 0) -> PrototypeMILClassifier:
-        return PrototypeMILClassifier(random_state=random_state, **self.kwargs)
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
-        return f"PrototypeMILClassifier({args})"
-
-
 #: Settings of the "min pooling" prototype model of the unit-test table: a few prototypes
 #: started on training instances, rates large enough to converge in 30 epochs.
 UNIT_TEST_MIN_SETTINGS: dict[str, Any] = {
@@ -319,9 +306,9 @@ def default_mil_unit_test_models(include_baselines: bool = True) -> dict[str, Ca
         * the baselines, when available.
     """
     models: dict[str, Callable[[int], Any]] = {
-        "prototype (min pooling)": _PrototypeFactory(**UNIT_TEST_MIN_SETTINGS),
-        "prototype (min+mean+max)": _PrototypeFactory(**dict(UNIT_TEST_MIN_SETTINGS, pooling=("min", "mean", "max"))),
-        "prototype (paper defaults)": _PrototypeFactory(device="cpu"),
+        "prototype (min pooling)": EstimatorFactory(PrototypeMILClassifier, **UNIT_TEST_MIN_SETTINGS),
+        "prototype (min+mean+max)": EstimatorFactory(PrototypeMILClassifier, **dict(UNIT_TEST_MIN_SETTINGS, pooling=("min", "mean", "max"))),
+        "prototype (paper defaults)": EstimatorFactory(PrototypeMILClassifier, device="cpu"),
     }
     if include_baselines:
         try:
@@ -436,15 +423,9 @@ def toy_training_snapshots(
     snapshots: list[np.ndarray] = []
     recorded: list[int] = []
 
-    def to_input(model: PrototypeMIL, std: BagStandardizer) -> np.ndarray:
-        P = model.prototypes.detach().cpu().double().numpy().copy()
-        if std.mode == "feature":
-            return P * std.scale_ + std.mean_
-        return P
-
     def record(epoch: int, model: PrototypeMIL, std: BagStandardizer) -> None:
         if epoch == 0 or epoch % max(int(every), 1) == 0 or epoch == int(epochs):
-            snapshots.append(to_input(model, std))
+            snapshots.append(std.to_input_units(model.prototypes.detach().cpu().numpy())[0])
             recorded.append(epoch)
 
     fit_with_callback(clf, data.bags, data.y, record)

@@ -25,6 +25,10 @@ class BagStandardizer:
     -----
     Constant features (about 90 of the 230 columns of Fox, Tiger and Elephant)
     get scale 1, so they stay constant instead of turning into NaN.
+
+    Collections too large to concatenate are fitted in one streaming pass with
+    :meth:`partial_fit` (bag by bag or chunk by chunk) and :meth:`merge` (one
+    process's shard into another's); the statistics equal :meth:`fit`'s to rounding.
     """
 
     def __init__(self, mode: str = "feature") -> None:
@@ -42,6 +46,59 @@ class BagStandardizer:
             self.scale_ = np.where(std > 1e-12, std, 1.0)
         return self
 
+    def partial_fit(self, X: np.ndarray) -> "BagStandardizer":
+        """Add instances (a bag, or a chunk of one) to the running feature statistics.
+
+        Counts, means and sums of squared deviations are merged with Chan et al.'s
+        pairwise update, so fitting bag by bag (or chunk by chunk, or shard by shard
+        then :meth:`merge`) gives the statistics of :meth:`fit` on all the instances
+        at once, to rounding, in one pass and without holding them together.
+        """
+        if self.mode != "feature":
+            return self
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim == 1:
+            X = X.reshape(1, -1)
+        if len(X) == 0:
+            return self
+        mean = X.mean(axis=0)
+        return self._combine(len(X), mean, ((X - mean) ** 2).sum(axis=0))
+
+    def merge(self, other: "BagStandardizer") -> "BagStandardizer":
+        """Fold another standardiser's running statistics (e.g. another process's shard) into this one."""
+        if self.mode == "feature" and getattr(other, "n_seen_", 0):
+            self._combine(other.n_seen_, other._mean, other._m2)
+        return self
+
+    def _combine(self, n_b: int, mean_b: np.ndarray, m2_b: np.ndarray) -> "BagStandardizer":
+        n_a = getattr(self, "n_seen_", 0)
+        if n_a == 0:
+            self._mean, self._m2 = mean_b.copy(), m2_b.copy()
+        else:
+            if mean_b.shape != self._mean.shape:
+                raise ValueError(f"Instances have {mean_b.shape[0]} features; earlier ones had {self._mean.shape[0]}.")
+            n = n_a + n_b
+            delta = mean_b - self._mean
+            self._mean = self._mean + delta * (n_b / n)
+            self._m2 = self._m2 + m2_b + delta**2 * (n_a * n_b / n)
+        self.n_seen_ = n_a + int(n_b)
+        std = np.sqrt(self._m2 / self.n_seen_)
+        self.mean_ = self._mean.copy()
+        self.scale_ = np.where(std > 1e-12, std, 1.0)
+        return self
+
+    def get_partial_state(self) -> dict:
+        """Running statistics for :meth:`from_partial_state` (plain arrays; picklable across processes)."""
+        n = getattr(self, "n_seen_", 0)
+        return {"mode": self.mode, "n": n, "mean": self._mean if n else None, "m2": self._m2 if n else None}
+
+    @classmethod
+    def from_partial_state(cls, state: dict) -> "BagStandardizer":
+        obj = cls(state["mode"])
+        if state["n"]:
+            obj._combine(int(state["n"]), np.asarray(state["mean"]), np.asarray(state["m2"]))
+        return obj
+
     def transform_instances(self, X: np.ndarray) -> np.ndarray:
         """Standardise a 2-D array of instances."""
         X = np.asarray(X, dtype=np.float64)
@@ -54,6 +111,24 @@ class BagStandardizer:
         if self.mean_ is None:
             raise RuntimeError("BagStandardizer(mode='feature') must be fitted before transform.")
         return (X - self.mean_) / self.scale_
+
+    def to_input_units(self, points: np.ndarray) -> tuple[np.ndarray, str]:
+        """Map points of the standardised space (e.g. prototypes, (D, L)) back to input units.
+
+        Returns
+        -------
+        points : ndarray
+            ``points * scale + mean`` for ``"feature"``; unchanged for ``"none"``; and,
+            for ``"instance"`` (a per-instance z-score that cannot be inverted), unchanged.
+        units : str
+            ``"input"`` or ``"instance-standardised"``.
+        """
+        points = np.array(points, dtype=np.float64)
+        if self.mode == "feature":
+            return points * self.scale_ + self.mean_, "input"
+        if self.mode == "none":
+            return points, "input"
+        return points, "instance-standardised"
 
     def transform(self, bags: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [self.transform_instances(b) for b in bags]

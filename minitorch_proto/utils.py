@@ -6,11 +6,11 @@ and it imports nothing from the package.
 from __future__ import annotations
 
 import contextlib
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import torch
 
-__all__ = ["progress_bar", "resolve_device", "torch_threads"]
+__all__ = ["EstimatorFactory", "progress_bar", "resolve_device", "torch_threads"]
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -77,3 +77,23 @@ def progress_bar(iterable: Iterable, enabled: bool, desc: str, **kwargs) -> Iter
     from tqdm.auto import tqdm
 
     return tqdm(iterable, desc=desc, leave=False, **kwargs)
+
+
+class EstimatorFactory:
+    """Picklable ``random_state -> estimator`` factory: a class plus fixed keyword arguments.
+
+    Used wherever a fresh, unfitted estimator is needed per seed or fold (the
+    baseline registry, the MIL unit-test table), so the same settings can be
+    rebuilt in worker processes.
+    """
+
+    def __init__(self, cls: type, **kwargs: Any) -> None:
+        self.cls = cls
+        self.kwargs = kwargs
+
+    def __call__(self, random_state: int | None = None) -> Any:
+        return self.cls(random_state=random_state, **self.kwargs)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
+        return f"{self.cls.__name__}({args})"

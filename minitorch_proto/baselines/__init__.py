@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..paper import REPORTED_BASELINES as _REPORTED_BASELINES
+from ..utils import EstimatorFactory
 from .attention import AttentionMIL, GatedAttentionMIL
 from .bag_stats import BagStatistics, bag_statistics
 from .miles import MILES, miles_embedding
@@ -48,33 +49,18 @@ __all__ = [
 ]
 
 
-class _Factory:
-    """Picklable ``random_state -> estimator`` factory (a class plus fixed keyword arguments)."""
-
-    def __init__(self, cls: type, **kwargs):
-        self.cls = cls
-        self.kwargs = kwargs
-
-    def __call__(self, random_state: int | None = None):
-        return self.cls(random_state=random_state, **self.kwargs)
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
-        return f"{self.cls.__name__}({args})"
-
-
 #: name -> factory(random_state) returning an unfitted estimator with default settings.
 #: "mi_net_*" are the instance-space mi-Net, "MI_net_*" the embedding-space MI-Net.
 BASELINES: dict[str, Callable[[int], object]] = {
-    "attention": _Factory(AttentionMIL, gated=False),
-    "gated_attention": _Factory(GatedAttentionMIL, gated=True),
-    "mi_net_max": _Factory(miNet, pooling="max"),
-    "mi_net_mean": _Factory(miNet, pooling="mean"),
-    "MI_net_max": _Factory(MINet, pooling="max"),
-    "MI_net_mean": _Factory(MINet, pooling="mean"),
-    "miles": _Factory(MILES),
-    "mi_svm": _Factory(MISVM),
-    "bag_stats": _Factory(BagStatistics),
+    "attention": EstimatorFactory(AttentionMIL, gated=False),
+    "gated_attention": EstimatorFactory(GatedAttentionMIL, gated=True),
+    "mi_net_max": EstimatorFactory(miNet, pooling="max"),
+    "mi_net_mean": EstimatorFactory(miNet, pooling="mean"),
+    "MI_net_max": EstimatorFactory(MINet, pooling="max"),
+    "MI_net_mean": EstimatorFactory(MINet, pooling="mean"),
+    "miles": EstimatorFactory(MILES),
+    "mi_svm": EstimatorFactory(MISVM),
+    "bag_stats": EstimatorFactory(BagStatistics),
 }
 
 #: Marks every number in REPORTED_TABLE2 as quoted, not reproduced.

@@ -13,7 +13,6 @@ masks come from a local generator on the model's device, and bag order from a Nu
 """
 from __future__ import annotations
 
-import contextlib
 import math
 from typing import Sequence
 

@@ -1,136 +1,25 @@
-"""Figures for prototype MIL models, their training and their evaluation.
-
-Every function draws with matplotlib's object API, never touches ``pyplot`` and never calls
-``show``: it draws into the ``ax`` (or ``fig``) it is given, or into a new
-:class:`matplotlib.figure.Figure`, and returns that Figure. That works under the Agg backend,
-in scripts and in notebooks (Jupyter displays a returned Figure), and leaves no global state
-behind. Save a figure with ``fig.savefig(path)``.
-
-Colours: positive bags / positive evidence are red (``C3``), negative ones blue (``C0``).
-"""
+"""Figures of the prototypes themselves: images, profiles, toy spaces, bag explanations, trajectories."""
 from __future__ import annotations
 
 import textwrap
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
-import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-__all__ = [
-    "prototypes_in_input_space",
-    "plot_prototype_images",
-    "plot_prototype_profiles",
-    "plot_toy_spaces",
-    "plot_bag_explanation",
-    "plot_training_history",
-    "plot_cv_results",
-    "plot_rank",
-    "plot_prototype_trajectories",
-]
-
-POS_COLOUR = "C3"
-NEG_COLOUR = "C0"
-
-
-# --------------------------------------------------------------------------- helpers
-def _figure(fig: Figure | None, figsize: tuple[float, float]) -> Figure:
-    return fig if fig is not None else Figure(figsize=figsize, layout="constrained")
-
-
-def _single_axes(ax: Axes | None, fig: Figure | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
-    if ax is not None:
-        return ax.figure, ax
-    fig = _figure(fig, figsize)
-    return fig, fig.add_subplot(1, 1, 1)
-
-
-def _axes_list(axes, fig: Figure | None, n: int, ncols: int, panel: tuple[float, float]) -> tuple[Figure, list[Axes]]:
-    """``n`` axes: the ones given (at least n), or a new grid in ``fig`` / a new figure."""
-    if axes is not None:
-        flat = list(np.ravel(axes))
-        if len(flat) < n:
-            raise ValueError(f"Need {n} axes, got {len(flat)}.")
-        return flat[0].figure, flat[:n]
-    ncols = max(1, min(ncols, n))
-    nrows = int(np.ceil(n / ncols))
-    fig = _figure(fig, (panel[0] * ncols, panel[1] * nrows))
-    grid = fig.add_gridspec(nrows, ncols)
-    return fig, [fig.add_subplot(grid[i // ncols, i % ncols]) for i in range(n)]
-
-
-def _coef_frame(clf: Any) -> pd.DataFrame | None:
-    """Per-prototype coefficients for two-class models, else None."""
-    from .evaluation.explain import prototype_coefficients
-
-    if int(clf.model_.weight.shape[0]) != 1:
-        return None
-    return prototype_coefficients(clf)
-
-
-def _coef_text(coefs: pd.Series) -> str:
-    return ", ".join(f"{name[5:]} {value:+.2f}" for name, value in coefs.items())
-
-
-def _evidence_colour(coefs: pd.Series) -> str:
-    """Red when being CLOSE to the prototype raises the positive logit (coefficients sum < 0)."""
-    return POS_COLOUR if float(coefs.sum()) < 0 else NEG_COLOUR
-
-
-def prototypes_in_input_space(clf: Any) -> tuple[np.ndarray, str]:
-    """The prototypes mapped back from the standardised space to the input units.
-
-    Parameters
-    ----------
-    clf : PrototypeMILClassifier
-        Fitted.
-
-    Returns
-    -------
-    prototypes : ndarray of shape (D, L)
-        ``P * scale + mean`` for ``standardization="feature"``; unchanged for ``"none"``; and,
-        for ``"instance"`` (a per-instance z-score that cannot be inverted), the prototypes in
-        standardised units.
-    units : str
-        ``"input"`` or ``"instance-standardised"``.
-    """
-    P = clf.model_.prototypes.detach().cpu().double().numpy().copy()
-    std = clf.standardizer_
-    if std.mode == "feature":
-        return P * std.scale_ + std.mean_, "input"
-    if std.mode == "none":
-        return P, "input"
-    return P, "instance-standardised"
-
-
-def _bag_outline(ax: Axes, bag: np.ndarray, colour: str) -> None:
-    """Connect a bag's instances: a segment for two, a closed polygon (by angle) for more."""
-    if len(bag) < 2:
-        return
-    if len(bag) == 2:
-        ax.plot(bag[:, 0], bag[:, 1], "-", color=colour, alpha=0.35, lw=1)
-        return
-    centre = bag.mean(axis=0)
-    order = np.argsort(np.arctan2(bag[:, 1] - centre[1], bag[:, 0] - centre[0]))
-    ring = bag[np.r_[order, order[:1]]]
-    ax.plot(ring[:, 0], ring[:, 1], "-", color=colour, alpha=0.35, lw=1)
-
-
-def _draw_bags_2d(ax: Axes, bags: Sequence[np.ndarray], y: np.ndarray, positive) -> None:
-    for bag, label in zip(bags, y):
-        colour = POS_COLOUR if label == positive else NEG_COLOUR
-        _bag_outline(ax, bag, colour)
-        ax.scatter(bag[:, 0], bag[:, 1], s=18, color=colour, edgecolor="white", linewidth=0.4, zorder=3)
-    ax.scatter([], [], s=18, color=POS_COLOUR, label="positive bag")
-    ax.scatter([], [], s=18, color=NEG_COLOUR, label="negative bag")
-
-
-def _positive_label(y: np.ndarray, clf: Any | None = None):
-    if clf is not None and hasattr(clf, "classes_") and len(clf.classes_) == 2:
-        return clf.classes_[1]
-    values = np.unique(y)
-    return values.max()
+from ._common import (
+    NEG_COLOUR,
+    POS_COLOUR,
+    _axes_list,
+    _coef_frame,
+    _coef_text,
+    _draw_bags_2d,
+    _evidence_colour,
+    _positive_label,
+    _single_axes,
+    prototypes_in_input_space,
+)
 
 
 # ------------------------------------------------------------------ prototype images
@@ -302,8 +191,8 @@ def plot_toy_spaces(
     """
     import torch
 
-    from .evaluation.explain import instance_distances
-    from .model import head_logits, normalize_features
+    from ..evaluation.explain import instance_distances
+    from ..model import head_logits, normalize_features
 
     y = np.asarray(y).reshape(-1)
     if clf.n_features_in_ != 2:
@@ -398,7 +287,7 @@ def plot_bag_explanation(
     Figure
         The bar axes plus one inset axes per thumbnail.
     """
-    from .evaluation.explain import explain_bag
+    from ..evaluation.explain import explain_bag
 
     bag = np.asarray(bag, dtype=float)
     ex = explain_bag(clf, bag)
@@ -435,186 +324,6 @@ def plot_bag_explanation(
             inset.imshow(bag[i].reshape(image_shape), cmap=cmap, interpolation="nearest")
             inset.set_xticks([])
             inset.set_yticks([])
-    return fig
-
-
-# --------------------------------------------------------------------------- history
-def plot_training_history(
-    history: Sequence[Mapping[str, float]] | pd.DataFrame,
-    *,
-    terms: Sequence[str] | None = None,
-    log: bool | None = None,
-    ax: Axes | None = None,
-    fig: Figure | None = None,
-) -> Figure:
-    """Each loss term of Eq. 1 per epoch.
-
-    Parameters
-    ----------
-    history : list of dict or DataFrame
-        ``clf.history_`` (columns ``epoch`` and the loss terms).
-    terms : sequence of str, optional
-        Columns to draw; default every loss term present and ``total``.
-    log : bool, optional
-        Log-scale y; default when every drawn value is positive. Terms that are zero at every
-        epoch (a weight of 0) are left out and named in the title.
-    ax, fig : optional
-
-    Returns
-    -------
-    Figure
-    """
-    from .model import LOSS_TERMS
-
-    frame = pd.DataFrame(list(history)) if not isinstance(history, pd.DataFrame) else history
-    if frame.empty:
-        raise ValueError("history is empty.")
-    x = frame["epoch"].to_numpy() if "epoch" in frame else np.arange(1, len(frame) + 1)
-    if terms is None:
-        terms = [t for t in (*LOSS_TERMS, "total") if t in frame]
-    zero = [t for t in terms if np.all(frame[t].to_numpy() == 0)]
-    drawn = [t for t in terms if t not in zero]
-    if not drawn:
-        raise ValueError("Every requested term is zero at every epoch; nothing to draw.")
-    fig, ax = _single_axes(ax, fig, (6, 3.8))
-    for t in drawn:
-        ax.plot(x, frame[t].to_numpy(), label=t.replace("_", " "), lw=2 if t == "total" else 1.3,
-                color="k" if t == "total" else None)
-    if log is None:
-        log = bool(np.all(frame[drawn].to_numpy() > 0))
-    if log:
-        ax.set_yscale("log")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("mean over the epoch's steps" + (" (log scale)" if log else ""))
-    ax.set_title("Training loss terms" + (f" (zero, not drawn: {', '.join(zero)})" if zero else ""), fontsize=10)
-    ax.legend(fontsize=8)
-    return fig
-
-
-# -------------------------------------------------------------------------------- CV
-def _series_label(method: str, evaluation: str) -> str:
-    if evaluation == "final":
-        return method
-    if evaluation == "test_selected":
-        return f"{method} (test-fold selection, optimistic)"
-    return f"{method} ({evaluation})"
-
-
-def plot_cv_results(
-    summary_or_results: pd.DataFrame,
-    paper: bool | Mapping[str, Mapping[str, float | tuple[float, float | None]]] | None = None,
-    *,
-    metric: str = "accuracy",
-    spread: str = "se_repeats",
-    ax: Axes | None = None,
-    fig: Figure | None = None,
-) -> Figure:
-    """Grouped bars per data set and method, measured next to (optionally) reported numbers.
-
-    Parameters
-    ----------
-    summary_or_results : DataFrame
-        Per-fold results of :mod:`minitorch_proto.evaluation.cv` (columns dataset, method, evaluation,
-        repeat, fold, accuracy, auc), or their :func:`~minitorch_proto.evaluation.cv.summarize`.
-    paper : bool or mapping, optional
-        ``True``: add the paper's Table 2 row (accuracy, with its printed "+-"). A mapping
-        ``label -> {dataset: value or (value, spread)}`` adds any reported rows. Reported bars
-        are hatched and labelled "(reported)".
-    metric : {"accuracy", "auc"}
-    spread : {"se_repeats", "std_folds"}
-        Error bar of measured bars: standard error over the repetition means (default), or
-        standard deviation over all folds. The y label says which.
-    ax, fig : optional
-
-    Returns
-    -------
-    Figure
-    """
-    from .evaluation.cv import summarize
-    from .paper import DATASET_ORDER, PAPER_TABLE2
-    from .evaluation.report import SPREADS
-
-    if spread not in SPREADS:
-        raise ValueError(f"spread must be one of {sorted(SPREADS)}, got {spread!r}.")
-    if metric not in ("accuracy", "auc"):
-        raise ValueError(f"metric must be 'accuracy' or 'auc', got {metric!r}.")
-    frame = summary_or_results
-    summ = frame if f"{metric}_mean" in frame.columns else summarize(frame)
-    present = set(summ["dataset"])
-    datasets = [d for d in DATASET_ORDER if d in present] + sorted(present - set(DATASET_ORDER))
-    series: list[tuple[str, dict[str, tuple[float, float]], bool]] = []
-    for (method, evaluation), g in summ.groupby(["method", "evaluation"], sort=False):
-        vals = {r["dataset"]: (r[f"{metric}_mean"], r.get(f"{metric}_{spread}", np.nan)) for _, r in g.iterrows()}
-        series.append((_series_label(method, evaluation), vals, False))
-    reported: dict[str, Mapping] = {}
-    if paper is True:
-        if metric == "accuracy":
-            reported["Prototype learning (paper)"] = {d: PAPER_TABLE2[d] for d in datasets if d in PAPER_TABLE2}
-    elif isinstance(paper, Mapping):
-        reported.update(paper)
-    for label, vals in reported.items():
-        norm = {}
-        for d, v in vals.items():
-            value, err = (v if isinstance(v, (tuple, list)) else (v, None))
-            norm[d] = (float(value), np.nan if err is None else float(err))
-        series.append((f"{label} (reported)", norm, True))
-    if not series:
-        raise ValueError("Nothing to plot.")
-    fig, ax = _single_axes(ax, fig, (max(5.0, 1.6 * len(datasets) + 1.5), 4.6))
-    n = len(series)
-    width = 0.8 / n
-    x = np.arange(len(datasets))
-    for s, (label, vals, is_reported) in enumerate(series):
-        means = np.array([vals.get(d, (np.nan, np.nan))[0] for d in datasets], dtype=float)
-        errs = np.array([vals.get(d, (np.nan, np.nan))[1] for d in datasets], dtype=float)
-        offs = x - 0.4 + width * (s + 0.5)
-        ax.bar(offs, means, width=width * 0.95, label=label, hatch="//" if is_reported else None,
-               alpha=0.6 if is_reported else 1.0, edgecolor="k", linewidth=0.5,
-               yerr=np.where(np.isnan(errs), 0.0, errs), capsize=2, error_kw={"linewidth": 0.8})
-    ax.set_xticks(x)
-    ax.set_xticklabels(datasets)
-    ax.set_ylabel(f"{metric}: mean\n(error bar: {SPREADS[spread]})", fontsize=8)
-    lo = np.nanmin([v[0] for _, vals, _ in series for v in vals.values()] + [1.0])
-    ax.set_ylim(max(0.0, lo - 0.15), 1.0)
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
-    if reported:
-        ax.set_title("measured (solid) vs reported (hatched, with the printed ±)", fontsize=9)
-    return fig
-
-
-def plot_rank(
-    results: pd.DataFrame,
-    *,
-    metric: str = "accuracy",
-    ax: Axes | None = None,
-    fig: Figure | None = None,
-) -> Figure:
-    """Average rank of each measured method across data sets (1 = best; final evaluation).
-
-    Parameters
-    ----------
-    results : DataFrame
-        Per-fold results of :mod:`minitorch_proto.evaluation.cv` with several methods.
-    metric : {"accuracy", "auc"}
-    ax, fig : optional
-
-    Returns
-    -------
-    Figure
-    """
-    from .evaluation.report import average_ranks
-
-    ranks = average_ranks(results, metric=metric)
-    n_sets = results.loc[results["evaluation"] == "final", "dataset"].nunique()
-    fig, ax = _single_axes(ax, fig, (5.5, 0.6 + 0.4 * len(ranks)))
-    ypos = np.arange(len(ranks))[::-1]
-    ax.barh(ypos, ranks.to_numpy(), color="0.55", edgecolor="k", linewidth=0.5)
-    for yv, value in zip(ypos, ranks.to_numpy()):
-        ax.text(value, yv, f" {value:.2f}", va="center", fontsize=8)
-    ax.set_yticks(ypos)
-    ax.set_yticklabels(list(ranks.index), fontsize=8)
-    ax.set_xlabel(f"average rank of mean {metric} over {n_sets} data set(s) (1 = best)")
-    ax.set_xlim(0, max(float(ranks.max()) * 1.15, 1.0))
     return fig
 
 

@@ -1,0 +1,105 @@
+"""Shared pieces of the figures: axes handling, colours, coefficient labels."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+POS_COLOUR = "C3"
+NEG_COLOUR = "C0"
+
+
+# --------------------------------------------------------------------------- helpers
+def _figure(fig: Figure | None, figsize: tuple[float, float]) -> Figure:
+    return fig if fig is not None else Figure(figsize=figsize, layout="constrained")
+
+
+def _single_axes(ax: Axes | None, fig: Figure | None, figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    if ax is not None:
+        return ax.figure, ax
+    fig = _figure(fig, figsize)
+    return fig, fig.add_subplot(1, 1, 1)
+
+
+def _axes_list(axes, fig: Figure | None, n: int, ncols: int, panel: tuple[float, float]) -> tuple[Figure, list[Axes]]:
+    """``n`` axes: the ones given (at least n), or a new grid in ``fig`` / a new figure."""
+    if axes is not None:
+        flat = list(np.ravel(axes))
+        if len(flat) < n:
+            raise ValueError(f"Need {n} axes, got {len(flat)}.")
+        return flat[0].figure, flat[:n]
+    ncols = max(1, min(ncols, n))
+    nrows = int(np.ceil(n / ncols))
+    fig = _figure(fig, (panel[0] * ncols, panel[1] * nrows))
+    grid = fig.add_gridspec(nrows, ncols)
+    return fig, [fig.add_subplot(grid[i // ncols, i % ncols]) for i in range(n)]
+
+
+def _coef_frame(clf: Any) -> pd.DataFrame | None:
+    """Per-prototype coefficients for two-class models, else None."""
+    from ..evaluation.explain import prototype_coefficients
+
+    if int(clf.model_.weight.shape[0]) != 1:
+        return None
+    return prototype_coefficients(clf)
+
+
+def _coef_text(coefs: pd.Series) -> str:
+    return ", ".join(f"{name[5:]} {value:+.2f}" for name, value in coefs.items())
+
+
+def _evidence_colour(coefs: pd.Series) -> str:
+    """Red when being CLOSE to the prototype raises the positive logit (coefficients sum < 0)."""
+    return POS_COLOUR if float(coefs.sum()) < 0 else NEG_COLOUR
+
+
+def prototypes_in_input_space(clf: Any) -> tuple[np.ndarray, str]:
+    """The prototypes mapped back from the standardised space to the input units.
+
+    Parameters
+    ----------
+    clf : PrototypeMILClassifier
+        Fitted.
+
+    Returns
+    -------
+    prototypes : ndarray of shape (D, L)
+        ``P * scale + mean`` for ``standardization="feature"``; unchanged for ``"none"``; and,
+        for ``"instance"`` (a per-instance z-score that cannot be inverted), the prototypes in
+        standardised units.
+    units : str
+        ``"input"`` or ``"instance-standardised"``.
+    """
+    return clf.standardizer_.to_input_units(clf.model_.prototypes.detach().cpu().numpy())
+
+
+def _bag_outline(ax: Axes, bag: np.ndarray, colour: str) -> None:
+    """Connect a bag's instances: a segment for two, a closed polygon (by angle) for more."""
+    if len(bag) < 2:
+        return
+    if len(bag) == 2:
+        ax.plot(bag[:, 0], bag[:, 1], "-", color=colour, alpha=0.35, lw=1)
+        return
+    centre = bag.mean(axis=0)
+    order = np.argsort(np.arctan2(bag[:, 1] - centre[1], bag[:, 0] - centre[0]))
+    ring = bag[np.r_[order, order[:1]]]
+    ax.plot(ring[:, 0], ring[:, 1], "-", color=colour, alpha=0.35, lw=1)
+
+
+def _draw_bags_2d(ax: Axes, bags: Sequence[np.ndarray], y: np.ndarray, positive) -> None:
+    for bag, label in zip(bags, y):
+        colour = POS_COLOUR if label == positive else NEG_COLOUR
+        _bag_outline(ax, bag, colour)
+        ax.scatter(bag[:, 0], bag[:, 1], s=18, color=colour, edgecolor="white", linewidth=0.4, zorder=3)
+    ax.scatter([], [], s=18, color=POS_COLOUR, label="positive bag")
+    ax.scatter([], [], s=18, color=NEG_COLOUR, label="negative bag")
+
+
+def _positive_label(y: np.ndarray, clf: Any | None = None):
+    if clf is not None and hasattr(clf, "classes_") and len(clf.classes_) == 2:
+        return clf.classes_[1]
+    values = np.unique(y)
+    return values.max()

@@ -1,0 +1,191 @@
+"""Figures of training and evaluation: loss histories, cross-validation results, ranks."""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ._common import _single_axes
+
+
+# --------------------------------------------------------------------------- history
+def plot_training_history(
+    history: Sequence[Mapping[str, float]] | pd.DataFrame,
+    *,
+    terms: Sequence[str] | None = None,
+    log: bool | None = None,
+    ax: Axes | None = None,
+    fig: Figure | None = None,
+) -> Figure:
+    """Each loss term of Eq. 1 per epoch.
+
+    Parameters
+    ----------
+    history : list of dict or DataFrame
+        ``clf.history_`` (columns ``epoch`` and the loss terms).
+    terms : sequence of str, optional
+        Columns to draw; default every loss term present and ``total``.
+    log : bool, optional
+        Log-scale y; default when every drawn value is positive. Terms that are zero at every
+        epoch (a weight of 0) are left out and named in the title.
+    ax, fig : optional
+
+    Returns
+    -------
+    Figure
+    """
+    from ..model import LOSS_TERMS
+
+    frame = pd.DataFrame(list(history)) if not isinstance(history, pd.DataFrame) else history
+    if frame.empty:
+        raise ValueError("history is empty.")
+    x = frame["epoch"].to_numpy() if "epoch" in frame else np.arange(1, len(frame) + 1)
+    if terms is None:
+        terms = [t for t in (*LOSS_TERMS, "total") if t in frame]
+    zero = [t for t in terms if np.all(frame[t].to_numpy() == 0)]
+    drawn = [t for t in terms if t not in zero]
+    if not drawn:
+        raise ValueError("Every requested term is zero at every epoch; nothing to draw.")
+    fig, ax = _single_axes(ax, fig, (6, 3.8))
+    for t in drawn:
+        ax.plot(x, frame[t].to_numpy(), label=t.replace("_", " "), lw=2 if t == "total" else 1.3,
+                color="k" if t == "total" else None)
+    if log is None:
+        log = bool(np.all(frame[drawn].to_numpy() > 0))
+    if log:
+        ax.set_yscale("log")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("mean over the epoch's steps" + (" (log scale)" if log else ""))
+    ax.set_title("Training loss terms" + (f" (zero, not drawn: {', '.join(zero)})" if zero else ""), fontsize=10)
+    ax.legend(fontsize=8)
+    return fig
+
+
+# -------------------------------------------------------------------------------- CV
+def _series_label(method: str, evaluation: str) -> str:
+    if evaluation == "final":
+        return method
+    if evaluation == "test_selected":
+        return f"{method} (test-fold selection, optimistic)"
+    return f"{method} ({evaluation})"
+
+
+def plot_cv_results(
+    summary_or_results: pd.DataFrame,
+    paper: bool | Mapping[str, Mapping[str, float | tuple[float, float | None]]] | None = None,
+    *,
+    metric: str = "accuracy",
+    spread: str = "se_repeats",
+    ax: Axes | None = None,
+    fig: Figure | None = None,
+) -> Figure:
+    """Grouped bars per data set and method, measured next to (optionally) reported numbers.
+
+    Parameters
+    ----------
+    summary_or_results : DataFrame
+        Per-fold results of :mod:`minitorch_proto.evaluation.cv` (columns dataset, method, evaluation,
+        repeat, fold, accuracy, auc), or their :func:`~minitorch_proto.evaluation.cv.summarize`.
+    paper : bool or mapping, optional
+        ``True``: add the paper's Table 2 row (accuracy, with its printed "+-"). A mapping
+        ``label -> {dataset: value or (value, spread)}`` adds any reported rows. Reported bars
+        are hatched and labelled "(reported)".
+    metric : {"accuracy", "auc"}
+    spread : {"se_repeats", "std_folds"}
+        Error bar of measured bars: standard error over the repetition means (default), or
+        standard deviation over all folds. The y label says which.
+    ax, fig : optional
+
+    Returns
+    -------
+    Figure
+    """
+    from ..evaluation.cv import summarize
+    from ..paper import DATASET_ORDER, PAPER_TABLE2
+    from ..evaluation.report import SPREADS
+
+    if spread not in SPREADS:
+        raise ValueError(f"spread must be one of {sorted(SPREADS)}, got {spread!r}.")
+    if metric not in ("accuracy", "auc"):
+        raise ValueError(f"metric must be 'accuracy' or 'auc', got {metric!r}.")
+    frame = summary_or_results
+    summ = frame if f"{metric}_mean" in frame.columns else summarize(frame)
+    present = set(summ["dataset"])
+    datasets = [d for d in DATASET_ORDER if d in present] + sorted(present - set(DATASET_ORDER))
+    series: list[tuple[str, dict[str, tuple[float, float]], bool]] = []
+    for (method, evaluation), g in summ.groupby(["method", "evaluation"], sort=False):
+        vals = {r["dataset"]: (r[f"{metric}_mean"], r.get(f"{metric}_{spread}", np.nan)) for _, r in g.iterrows()}
+        series.append((_series_label(method, evaluation), vals, False))
+    reported: dict[str, Mapping] = {}
+    if paper is True:
+        if metric == "accuracy":
+            reported["Prototype learning (paper)"] = {d: PAPER_TABLE2[d] for d in datasets if d in PAPER_TABLE2}
+    elif isinstance(paper, Mapping):
+        reported.update(paper)
+    for label, vals in reported.items():
+        norm = {}
+        for d, v in vals.items():
+            value, err = (v if isinstance(v, (tuple, list)) else (v, None))
+            norm[d] = (float(value), np.nan if err is None else float(err))
+        series.append((f"{label} (reported)", norm, True))
+    if not series:
+        raise ValueError("Nothing to plot.")
+    fig, ax = _single_axes(ax, fig, (max(5.0, 1.6 * len(datasets) + 1.5), 4.6))
+    n = len(series)
+    width = 0.8 / n
+    x = np.arange(len(datasets))
+    for s, (label, vals, is_reported) in enumerate(series):
+        means = np.array([vals.get(d, (np.nan, np.nan))[0] for d in datasets], dtype=float)
+        errs = np.array([vals.get(d, (np.nan, np.nan))[1] for d in datasets], dtype=float)
+        offs = x - 0.4 + width * (s + 0.5)
+        ax.bar(offs, means, width=width * 0.95, label=label, hatch="//" if is_reported else None,
+               alpha=0.6 if is_reported else 1.0, edgecolor="k", linewidth=0.5,
+               yerr=np.where(np.isnan(errs), 0.0, errs), capsize=2, error_kw={"linewidth": 0.8})
+    ax.set_xticks(x)
+    ax.set_xticklabels(datasets)
+    ax.set_ylabel(f"{metric}: mean\n(error bar: {SPREADS[spread]})", fontsize=8)
+    lo = np.nanmin([v[0] for _, vals, _ in series for v in vals.values()] + [1.0])
+    ax.set_ylim(max(0.0, lo - 0.15), 1.0)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
+    if reported:
+        ax.set_title("measured (solid) vs reported (hatched, with the printed ±)", fontsize=9)
+    return fig
+
+
+def plot_rank(
+    results: pd.DataFrame,
+    *,
+    metric: str = "accuracy",
+    ax: Axes | None = None,
+    fig: Figure | None = None,
+) -> Figure:
+    """Average rank of each measured method across data sets (1 = best; final evaluation).
+
+    Parameters
+    ----------
+    results : DataFrame
+        Per-fold results of :mod:`minitorch_proto.evaluation.cv` with several methods.
+    metric : {"accuracy", "auc"}
+    ax, fig : optional
+
+    Returns
+    -------
+    Figure
+    """
+    from ..evaluation.report import average_ranks
+
+    ranks = average_ranks(results, metric=metric)
+    n_sets = results.loc[results["evaluation"] == "final", "dataset"].nunique()
+    fig, ax = _single_axes(ax, fig, (5.5, 0.6 + 0.4 * len(ranks)))
+    ypos = np.arange(len(ranks))[::-1]
+    ax.barh(ypos, ranks.to_numpy(), color="0.55", edgecolor="k", linewidth=0.5)
+    for yv, value in zip(ypos, ranks.to_numpy()):
+        ax.text(value, yv, f" {value:.2f}", va="center", fontsize=8)
+    ax.set_yticks(ypos)
+    ax.set_yticklabels(list(ranks.index), fontsize=8)
+    ax.set_xlabel(f"average rank of mean {metric} over {n_sets} data set(s) (1 = best)")
+    ax.set_xlim(0, max(float(ranks.max()) * 1.15, 1.0))
+    return fig
