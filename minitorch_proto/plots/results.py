@@ -66,11 +66,14 @@ def plot_training_history(
 
 # -------------------------------------------------------------------------------- CV
 def _series_label(method: str, evaluation: str) -> str:
+    from ..evaluation.report import display_name
+
+    name = display_name(method)
     if evaluation == "final":
-        return method
+        return name
     if evaluation == "test_selected":
-        return f"{method} (test-fold selection, optimistic)"
-    return f"{method} ({evaluation})"
+        return f"{name} (test-fold selection, optimistic)"
+    return f"{name} ({evaluation})"
 
 
 def plot_cv_results(
@@ -148,7 +151,9 @@ def plot_cv_results(
     ax.set_xticklabels(datasets)
     ax.set_ylabel(f"{metric}: mean\n(error bar: {SPREADS[spread]})", fontsize=8)
     lo = np.nanmin([v[0] for _, vals, _ in series for v in vals.values()] + [1.0])
-    ax.set_ylim(max(0.0, lo - 0.15), 1.0)
+    # The top must hold every error bar (the paper's printed spreads reach past 1.0).
+    tops = [v[0] + (v[1] if np.isfinite(v[1]) else 0.0) for _, vals, _ in series for v in vals.values()]
+    ax.set_ylim(max(0.0, lo - 0.15), max(1.0, np.nanmax(tops + [1.0]) + 0.02))
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
     if reported:
         ax.set_title("measured (solid) vs reported (hatched, with the printed ±)", fontsize=9)
