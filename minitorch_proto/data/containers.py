@@ -1,16 +1,17 @@
-"""The bag container shared by every reader: a list of bags, their labels and ids.
+"""The bag containers: :class:`BagDataset` (read from files) and :class:`SyntheticBags` (generated).
 
 A *bag* is a 2-D array (instances x features) with one label for the whole bag.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from ..validation import check_bags, check_labels
+from ..validation import check_bags, check_labels, check_same_length
 
-__all__ = ["BagDataset"]
+__all__ = ["BagDataset", "SyntheticBags"]
 
 
 # --------------------------------------------------------------------------- #
@@ -149,4 +150,71 @@ class BagDataset:
             y=self.y[positions],
             bag_ids=self.bag_ids[positions],
             source=self.source,
+        )
+
+
+@dataclass
+class SyntheticBags:
+    """A generated multiple-instance data set.
+
+    Parameters
+    ----------
+    bags : list of ndarray
+        One ``float64`` array of shape ``(n_instances_i, n_features)`` per bag.
+    y : ndarray of int64, shape (n_bags,)
+        Bag labels.
+    name : str
+        Short description of the data set (used in reports and by :meth:`to_dataset`).
+    instance_labels : list of ndarray, optional
+        Per bag, one ``int64`` label per instance (1 for concept / target instances).
+    info : dict
+        Generator-specific facts: the label rule, the distribution parameters, the true concept
+        locations, per-instance kinds, and so on.
+    """
+
+    bags: list[np.ndarray]
+    y: np.ndarray
+    name: str
+    instance_labels: list[np.ndarray] | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.bags = check_bags(self.bags, name=f"{self.name} bags")
+        self.y = np.asarray(self.y, dtype=np.int64).reshape(-1)
+        check_same_length(bags=self.bags, y=self.y)
+        if self.instance_labels is not None:
+            self.instance_labels = [np.asarray(lab, dtype=np.int64).reshape(-1) for lab in self.instance_labels]
+            check_same_length(bags=self.bags, instance_labels=self.instance_labels)
+            for i, (bag, lab) in enumerate(zip(self.bags, self.instance_labels)):
+                if len(lab) != len(bag):
+                    raise ValueError(
+                        f"instance_labels[{i}] has {len(lab)} entries but bag {i} has {len(bag)} instances."
+                    )
+
+    def __len__(self) -> int:
+        return len(self.bags)
+
+    @property
+    def n_features(self) -> int:
+        """Number of features per instance."""
+        return int(self.bags[0].shape[1])
+
+    def to_dataset(self, source: str | None = None):
+        """Wrap the bags in a :class:`minitorch_proto.data.BagDataset`.
+
+        Parameters
+        ----------
+        source : str, optional
+            Provenance string; defaults to ``info["source"]`` or ``"synthetic"``.
+
+        Returns
+        -------
+        BagDataset
+        """
+        return BagDataset(
+            name=self.name,
+            bags=self.bags,
+            y=self.y,
+            bag_ids=np.arange(len(self.bags), dtype=np.int64),
+            source=source if source is not None else str(self.info.get("source", "synthetic")),
         )

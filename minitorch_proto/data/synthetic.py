@@ -28,12 +28,11 @@ single concept does not make a bag positive there).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..validation import check_bags, check_same_length
+from .containers import SyntheticBags
 
 __all__ = [
     "SyntheticBags",
@@ -53,78 +52,6 @@ BACKGROUND = 0
 POISON = -1
 #: Instance-kind code of the frequency distractor in :func:`make_false_frequency_test`.
 DISTRACTOR = -2
-
-
-# --------------------------------------------------------------------------------------
-# Container
-# --------------------------------------------------------------------------------------
-@dataclass
-class SyntheticBags:
-    """A generated multiple-instance data set.
-
-    Parameters
-    ----------
-    bags : list of ndarray
-        One ``float64`` array of shape ``(n_instances_i, n_features)`` per bag.
-    y : ndarray of int64, shape (n_bags,)
-        Bag labels.
-    name : str
-        Short description of the data set (used in reports and by :meth:`to_dataset`).
-    instance_labels : list of ndarray, optional
-        Per bag, one ``int64`` label per instance (1 for concept / target instances).
-    info : dict
-        Generator-specific facts: the label rule, the distribution parameters, the true concept
-        locations, per-instance kinds, and so on.
-    """
-
-    bags: list[np.ndarray]
-    y: np.ndarray
-    name: str
-    instance_labels: list[np.ndarray] | None = None
-    info: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.bags = check_bags(self.bags, name=f"{self.name} bags")
-        self.y = np.asarray(self.y, dtype=np.int64).reshape(-1)
-        check_same_length(bags=self.bags, y=self.y)
-        if self.instance_labels is not None:
-            self.instance_labels = [np.asarray(lab, dtype=np.int64).reshape(-1) for lab in self.instance_labels]
-            check_same_length(bags=self.bags, instance_labels=self.instance_labels)
-            for i, (bag, lab) in enumerate(zip(self.bags, self.instance_labels)):
-                if len(lab) != len(bag):
-                    raise ValueError(
-                        f"instance_labels[{i}] has {len(lab)} entries but bag {i} has {len(bag)} instances."
-                    )
-
-    def __len__(self) -> int:
-        return len(self.bags)
-
-    @property
-    def n_features(self) -> int:
-        """Number of features per instance."""
-        return int(self.bags[0].shape[1])
-
-    def to_dataset(self, source: str | None = None):
-        """Wrap the bags in a :class:`minitorch_proto.data.BagDataset`.
-
-        Parameters
-        ----------
-        source : str, optional
-            Provenance string; defaults to ``info["source"]`` or ``"synthetic"``.
-
-        Returns
-        -------
-        BagDataset
-        """
-        from ..data import BagDataset  # imported lazily: optional at import time
-
-        return BagDataset(
-            name=self.name,
-            bags=self.bags,
-            y=self.y,
-            bag_ids=np.arange(len(self.bags), dtype=np.int64),
-            source=source if source is not None else str(self.info.get("source", "synthetic")),
-        )
 
 
 # --------------------------------------------------------------------------------------
@@ -216,6 +143,43 @@ def _split_counts(n: int, name: str) -> tuple[int, int]:
         raise ValueError(f"{name} must be at least 2 (one positive and one negative bag); got {n}.")
     n_pos = n // 2
     return n_pos, n - n_pos
+
+
+def _build_split(
+    rng: np.random.Generator,
+    n: int,
+    split: str,
+    parts: Callable[[int], list[tuple[int, int]]],
+    size: tuple[int, int],
+    means: Mapping[int, np.ndarray],
+    spread: float,
+    n_features: int,
+    label_rule: Callable[[np.ndarray], int],
+    name: str,
+    info: dict[str, Any],
+) -> SyntheticBags:
+    """Half positive, half negative bags; ``parts(label)`` says which special instances a bag gets."""
+    n_pos, n_neg = _split_counts(n, f"n_{split}")
+    bags, kinds = [], []
+    for label, count in ((1, n_pos), (0, n_neg)):
+        for _ in range(count):
+            special = parts(label)  # drawn before the size: the order of draws fixes the data
+            X, kind = _make_bag(rng, _draw(rng, size), special, means, spread, n_features)
+            bags.append(X)
+            kinds.append(kind)
+    return _finish(bags, kinds, label_rule, rng, name=name, info=info)
+
+
+def _poison_parts(rng, split: str, poison: bool, rate: float, n_p: tuple[int, int]) -> Callable[[int], list]:
+    """Poison instances for a bag of ``label``: in negatives when training, in positives at test."""
+    poisoned_class = 0 if split == "train" else 1
+
+    def parts(label: int) -> list[tuple[int, int]]:
+        if poison and label == poisoned_class and rng.random() < rate:
+            return [(POISON, _draw(rng, n_p))]
+        return []
+
+    return parts
 
 
 # --------------------------------------------------------------------------------------
@@ -446,32 +410,15 @@ def make_single_concept_test(
         return int(np.any(kind == 1))
 
     def build(n: int, split: str) -> SyntheticBags:
-        n_pos, n_neg = _split_counts(n, f"n_{split}")
-        bags, kinds = [], []
-        for label, count in ((1, n_pos), (0, n_neg)):
-            for _ in range(count):
-                parts = [(1, _draw(rng, n_c))] if label == 1 else []
-                poisoned_class = 0 if split == "train" else 1
-                if poison and label == poisoned_class and rng.random() < poison_rate:
-                    parts.append((POISON, _draw(rng, n_p)))
-                X, kind = _make_bag(rng, _draw(rng, size), parts, means, spread, n_features)
-                bags.append(X)
-                kinds.append(kind)
-        return _finish(
-            bags,
-            kinds,
-            label_rule,
-            rng,
+        poisoned = _poison_parts(rng, split, poison, poison_rate, n_p)
+        return _build_split(
+            rng, n, split, lambda label: ([(1, _draw(rng, n_c))] if label == 1 else []) + poisoned(label),
+            size, means, spread, n_features, label_rule,
             name=f"single-concept MIL unit test ({split})",
             info=_unit_test_info(
-                "make_single_concept_test",
-                rule,
-                means,
-                split=split,
-                poison=poison,
+                "make_single_concept_test", rule, means, split=split, poison=poison,
                 poison_in=("negative" if split == "train" else "positive") if poison else None,
-                separation=separation,
-                spread=spread,
+                separation=separation, spread=spread,
             ),
         )
 
@@ -537,39 +484,22 @@ def make_multi_concept_test(
     def label_rule(kind: np.ndarray) -> int:
         return int(all(np.any(kind == j) for j in range(1, k + 1)))
 
+    def concepts(label: int) -> list[int]:
+        if label == 1:
+            return list(range(1, k + 1))
+        n_present = int(rng.integers(1, k))  # 1 .. k-1 concepts
+        return sorted(rng.choice(np.arange(1, k + 1), size=n_present, replace=False).tolist())
+
     def build(n: int, split: str) -> SyntheticBags:
-        n_pos, n_neg = _split_counts(n, f"n_{split}")
-        bags, kinds = [], []
-        for label, count in ((1, n_pos), (0, n_neg)):
-            for _ in range(count):
-                if label == 1:
-                    present = list(range(1, k + 1))
-                else:
-                    n_present = int(rng.integers(1, k))  # 1 .. k-1 concepts
-                    present = sorted(rng.choice(np.arange(1, k + 1), size=n_present, replace=False).tolist())
-                parts = [(j, _draw(rng, n_c)) for j in present]
-                poisoned_class = 0 if split == "train" else 1
-                if poison and label == poisoned_class and rng.random() < poison_rate:
-                    parts.append((POISON, _draw(rng, n_p)))
-                X, kind = _make_bag(rng, _draw(rng, size), parts, means, spread, n_features)
-                bags.append(X)
-                kinds.append(kind)
-        return _finish(
-            bags,
-            kinds,
-            label_rule,
-            rng,
+        poisoned = _poison_parts(rng, split, poison, poison_rate, n_p)
+        return _build_split(
+            rng, n, split, lambda label: [(j, _draw(rng, n_c)) for j in concepts(label)] + poisoned(label),
+            size, means, spread, n_features, label_rule,
             name=f"multi-concept MIL unit test, k={k} ({split})",
             info=_unit_test_info(
-                "make_multi_concept_test",
-                rule,
-                means,
-                split=split,
-                n_concepts=k,
-                poison=poison,
+                "make_multi_concept_test", rule, means, split=split, n_concepts=k, poison=poison,
                 poison_in=("negative" if split == "train" else "positive") if poison else None,
-                separation=separation,
-                spread=spread,
+                separation=separation, spread=spread,
             ),
         )
 
@@ -627,34 +557,20 @@ def make_false_frequency_test(
         return int(np.any(kind == 1))
 
     def build(n: int, split: str) -> SyntheticBags:
-        n_pos, n_neg = _split_counts(n, f"n_{split}")
-        bags, kinds = [], []
-        for label, count in ((1, n_pos), (0, n_neg)):
-            frequent = (label == 0) if split == "train" else (label == 1)
-            for _ in range(count):
-                parts = [(1, _draw(rng, n_c))] if label == 1 else []
-                n_d = _draw(rng, many_r if frequent else few_r)
-                if n_d:
-                    parts.append((DISTRACTOR, n_d))
-                X, kind = _make_bag(rng, _draw(rng, size), parts, means, spread, n_features)
-                bags.append(X)
-                kinds.append(kind)
-        return _finish(
-            bags,
-            kinds,
-            label_rule,
-            rng,
+        frequent_class = 0 if split == "train" else 1
+
+        def parts(label: int) -> list[tuple[int, int]]:
+            out = [(1, _draw(rng, n_c))] if label == 1 else []
+            n_d = _draw(rng, many_r if label == frequent_class else few_r)
+            return out + ([(DISTRACTOR, n_d)] if n_d else [])
+
+        return _build_split(
+            rng, n, split, parts, size, means, spread, n_features, label_rule,
             name=f"false-frequency MIL unit test ({split})",
             info=_unit_test_info(
-                "make_false_frequency_test",
-                rule,
-                means,
-                split=split,
+                "make_false_frequency_test", rule, means, split=split,
                 distractor_frequent_in="negative" if split == "train" else "positive",
-                few=few_r,
-                many=many_r,
-                separation=separation,
-                spread=spread,
+                few=few_r, many=many_r, separation=separation, spread=spread,
             ),
         )
 
