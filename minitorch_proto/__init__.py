@@ -1,7 +1,7 @@
 """minitorch_proto: learning maximally predictive prototypes for multiple instance learning.
 
-Data flow, one way: ``datasets`` -> ``bags`` -> ``model`` -> ``trainer``/``batched``
--> ``estimator`` -> ``cv`` -> ``report``/``plots``.
+Data flow, one way: ``data`` -> ``bags`` -> ``model`` -> ``training`` -> ``estimator``
+-> ``evaluation`` -> ``experiments``/``plots`` -> ``cli`` (checked by ``tests/test_layout.py``).
 """
 from .bags import BagBatch
 from .training import BatchedFit, train_batched

@@ -15,6 +15,18 @@ deviation can be measured on its own.
 The functions below take parameters with a leading *model* dimension M, so the
 same arithmetic trains one model (M = 1, :class:`PrototypeMIL`) or many models at
 once (``minitorch_proto.training``).
+
+Changing the model or the objective? Three engines compute it and must agree:
+
+* here (the reference: the torch functions below, used by the step-by-step trainer
+  ``training/sequential.py`` and, with autograd, by the tensor engine ``training/tensor.py``,
+  whose hand-written min-Euclidean backward ``_MinEuclidean`` must follow);
+* ``training/compiled.py``: the numba engine's forward (``_forward``), its hand-written
+  gradients (``_bag_gradients``, ``_add_distance_grad``, ``_penalties``) and its option
+  codes (derived from ``DISTANCES`` and ``POOLINGS``: a new name fails at import);
+* ``tests/test_training.py``: add the new option to ``MODEL_OPTIONS``/``TRAIN_OPTIONS``
+  (a test fails until you do); every engine is then checked against the reference on a
+  seeded sample of the whole option space.
 """
 from __future__ import annotations
 
