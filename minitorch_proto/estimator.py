@@ -56,6 +56,11 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         loop on the CPU, or batched tensor operations (CPU or CUDA). Same result.
     random_state : int, default=0
         Seeds the initial parameters and the order of the bags.
+    n_seeds : int, default=1
+        Train this many models, seeded ``random_state``, ``random_state + 1``, ..., in one
+        batched program, and average their class probabilities (a seed ensemble). Each
+        member equals ``PrototypeMILClassifier(random_state=random_state + j).fit(...)``;
+        :meth:`member` returns it as a fitted single model (for explanations and plots).
     verbose : bool, default=False
         Show a progress bar over epochs.
     chunk_size : int, default=65536
@@ -65,7 +70,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     classes_ : ndarray of the distinct labels seen in ``fit``.
-    model_ : PrototypeMIL, the fitted torch module (on the CPU).
+    model_ : PrototypeMIL, the fitted torch module (on the CPU); the first member of an ensemble.
+    models_ : list of PrototypeMIL, every member (one unless ``n_seeds > 1``).
     standardizer_ : BagStandardizer
     history_ : list of dict, per-epoch mean of each loss term.
     n_features_in_ : int
@@ -103,6 +109,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         device: str = "auto",
         backend: str = "auto",
         random_state: int = 0,
+        n_seeds: int = 1,
         verbose: bool = False,
         chunk_size: int = 65_536,
     ) -> None:
@@ -129,6 +136,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         self.device = device
         self.backend = backend
         self.random_state = random_state
+        self.n_seeds = n_seeds
         self.verbose = verbose
         self.chunk_size = chunk_size
 
@@ -193,6 +201,9 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         from .training import train_batched
 
         mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
+        k = self._n_members()
+        # Each target's members are seeded seed, seed + 1, ...: all targets' members train together.
+        seeds = [int(s) + j for s in seeds for j in range(k)]
         bags = check_bags(bags)
         y_enc, classes = check_labels(y, len(bags))
         standardizer = BagStandardizer(self.standardization).fit(bags)
@@ -206,9 +217,38 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             standardization=self.standardization, device=resolve_device(self.device), progress=self.verbose,
             on_epoch_end=hook, backend=self.backend,
         )
-        for m, est in enumerate(targets):
-            est.history_ = fit.history[m]
-            est.model_ = fit.module(m).eval()
+        for t, est in enumerate(targets):
+            est.models_ = [fit.module(t * k + j).eval() for j in range(k)]
+            est.histories_ = [fit.history[t * k + j] for j in range(k)]
+            est.model_, est.history_ = est.models_[0], est.histories_[0]
+
+    def _n_members(self) -> int:
+        k = int(self.n_seeds)
+        if k < 1:
+            raise ValueError(f"n_seeds must be >= 1, got {self.n_seeds}.")
+        return k
+
+    def member(self, j: int) -> "PrototypeMILClassifier":
+        """Ensemble member ``j`` (0-based) as a fitted single model, sharing this estimator's standardisation."""
+        self._check_fitted()
+        models = getattr(self, "models_", [self.model_])
+        if not 0 <= int(j) < len(models):
+            raise IndexError(f"member {j} does not exist: this estimator has {len(models)} member(s).")
+        seed = (int(self.random_state) if self.random_state is not None else 0) + int(j)
+        one = clone(self).set_params(n_seeds=1, random_state=seed)
+        one.classes_, one.n_features_in_, one.standardizer_ = self.classes_, self.n_features_in_, self.standardizer_
+        one.model_ = models[int(j)]
+        one.models_ = [one.model_]
+        histories = getattr(self, "histories_", None)
+        one.history_ = histories[int(j)] if histories else getattr(self, "history_", [])
+        one.histories_ = [one.history_]
+        return one
+
+    def _ensemble(self) -> list["PrototypeMILClassifier"] | None:
+        """The members when this is an ensemble of several, else None."""
+        self._check_fitted()
+        models = getattr(self, "models_", None)
+        return [self.member(j) for j in range(len(models))] if models and len(models) > 1 else None
 
     # ---------------------------------------------------------- predict
     def _check_fitted(self) -> None:
@@ -232,11 +272,20 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             return head_logits(self._features(bags), self.model_.weight, self.model_.bias)
 
     def predict_proba(self, bags: Sequence[np.ndarray]) -> np.ndarray:
-        """Class probabilities, shape (n_bags, n_classes), columns in ``classes_`` order."""
+        """Class probabilities, shape (n_bags, n_classes), columns in ``classes_`` order (members averaged)."""
+        members = self._ensemble()
+        if members:
+            return np.mean([m.predict_proba(bags) for m in members], axis=0)
         return class_probabilities(self._logits(bags).double()).numpy()
 
     def decision_function(self, bags: Sequence[np.ndarray]) -> np.ndarray:
-        """Logit of the positive class (two classes) or the logits (n_bags, C)."""
+        """Logit of the positive class (two classes) or the logits (n_bags, C).
+
+        For an ensemble: the log-odds (two classes) or the log of the averaged probabilities.
+        """
+        if self._ensemble():
+            p = np.clip(self.predict_proba(bags), 1e-300, 1.0)
+            return np.log(p[:, 1]) - np.log(p[:, 0]) if p.shape[1] == 2 else np.log(p)
         logits = self._logits(bags).double().numpy()
         return logits[:, 0] if logits.shape[1] == 1 else logits
 
@@ -246,7 +295,13 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(self.predict_proba(bags), axis=1)]
 
     def transform(self, bags: Sequence[np.ndarray]) -> np.ndarray:
-        """Normalised distance features Phi (n_bags, D * len(pooling)) fed to the classifier."""
+        """Normalised distance features Phi (n_bags, D * len(pooling)) fed to the classifier.
+
+        For an ensemble: every member's features side by side (n_bags, n_seeds * D * len(pooling)).
+        """
+        members = self._ensemble()
+        if members:
+            return np.hstack([m.transform(bags) for m in members])
         with torch.no_grad():
             return self._features(bags).double().numpy()
 
@@ -267,6 +322,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             "state_dict": self.model_.state_dict(),
             "standardizer": self.standardizer_.get_state(),
             "history": self.history_,
+            # Ensemble members after the first (state dicts of the same shapes, in seed order).
+            "members": [m.state_dict() for m in getattr(self, "models_", [self.model_])[1:]],
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
@@ -304,6 +361,12 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         clf.model_ = model
         clf.standardizer_ = BagStandardizer.from_state(payload["standardizer"])
         clf.history_ = payload["history"]
+        clf.models_ = [model]
+        for state in payload.get("members", []):
+            member = PrototypeMIL(clf.n_features_in_, len(clf.classes_), config)
+            member.load_state_dict(state)
+            member.config = clf.model_config()
+            clf.models_.append(member.eval())
         return clf
 
 
