@@ -116,3 +116,46 @@ def test_scikit_learn_halving_search_accepts_lists_of_bags():
     ).fit(bags, y)
     assert set(search.best_params_) == {"lr_prototypes", "distance", "epochs"}
     assert search.predict_proba(bags[:3]).shape == (3, 2)
+
+
+def test_ladder_table_pairs_folds_and_computes_standard_errors_by_hand():
+    import pandas as pd
+
+    from minitorch_proto.evaluation.ladder import ladder_table, ladder_verdict
+
+    rows = []
+    for rep in (1, 2):
+        for fold in (1, 2):
+            base = 0.5 + 0.1 * fold + 0.05 * rep
+            rows.append(dict(dataset="a", method="paper", repeat=rep, fold=fold, accuracy=base, fit_seconds=1.0))
+            rows.append(dict(dataset="a", method="+ x", repeat=rep, fold=fold, accuracy=base + 0.1 * rep,
+                             fit_seconds=2.0))
+    table = ladder_table(pd.DataFrame(rows))
+    second = table[table.step == "+ x"].iloc[0]
+    # Paired differences: 0.1 (repeat 1) and 0.2 (repeat 2): mean 0.15, SE of the two repeat means 0.05.
+    assert second["diff"] == pytest.approx(0.15)
+    assert second["diff_se"] == pytest.approx(0.05)
+    assert second["seconds"] == pytest.approx(8.0)
+    first = table[table.step == "paper"].iloc[0]
+    assert np.isnan(first["diff"]) and first["mean"] == pytest.approx(0.725)
+    assert first["se"] == pytest.approx(0.025)
+    text = ladder_verdict(table)
+    assert "+ x (1/1)" in text and "a +0.150" in text
+
+
+def test_cross_validated_ensemble_rows_average_the_seeds():
+    from minitorch_proto.evaluation.ladder import cross_validate_ensemble, ladder_configs
+    from minitorch_proto.training import TrainConfig
+
+    names = [step for step, *_ in ladder_configs("musk1")]
+    assert names[0] == "paper" and names[-1] == "+ ensemble"
+    bags, y = make_concept_bags(30, seed=5)
+    folds = stratified_folds(y, 1, 3, random_state=0)
+    cand = sample_candidates(1, 0)[0]
+    mconf, tconf = cand.model_config(), TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=1e-2)
+    res = cross_validate_ensemble(bags, y, folds, mconf, tconf, 2, dataset="toy", method="ens")
+    assert len(res) == 3 and (res.method == "ens").all()
+    cand = type(cand)(**{**cand.estimator_params(), "epochs": 3, "lr_prototypes": 1e-2, "lr_classifier": 1e-2})
+    proba = tuning.fit_ensembles(bags, y, [folds[0].train], [folds[0].test], [cand], [folds[0].seed], 2)[0]
+    acc = float(np.mean(proba.argmax(1) == y[folds[0].test]))
+    assert res.accuracy.iloc[0] == pytest.approx(acc)

@@ -1,0 +1,209 @@
+"""The ladder: from the paper-faithful model to the tuned ensemble, one ingredient at a time.
+
+Each rung changes one thing relative to the rung above it and is cross-validated on the
+same folds, so the paired per-fold difference to the rung above measures that ingredient
+alone (in that order: the worth of an ingredient can depend on the ones already in).
+
+The fixed rungs (:data:`LADDER_STEPS`) illustrate; their values were picked from the
+regions that single 1 x 10 probes (issue 13) found promising, so they are *not* honest
+estimates of a method one could have chosen blind. The last rung, nested tuning
+(:func:`~minitorch_proto.evaluation.tuning.nested_cross_validate`), is: it chooses every
+setting on inner splits of each outer training fold.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..model import PrototypeMILConfig
+from ..paper import paper_configs
+from ..training import TrainConfig
+from ..training.batched import train_batched
+from .cv import RESULT_COLUMNS, Fold, _fold_row
+from .metrics import scores_from_proba
+
+__all__ = ["LADDER_STEPS", "NESTED_STEP", "ladder_configs", "cross_validate_ensemble", "run_ladder",
+           "ladder_table", "ladder_verdict"]
+
+#: (name, what changes) of each fixed rung, in order; each keeps everything above it.
+LADDER_STEPS: tuple[tuple[str, str], ...] = (
+    ("paper", "Table 1: Euclidean, D = 24, min, layer norm, normal init, Table 1 rates, 100 epochs"),
+    ("+ rates", "both learning rates 1e-2 (about 100x Table 1), 50 epochs"),
+    ("+ distance", "cosine distance"),
+    ("+ init", "k-means++ initialisation on training instances"),
+    ("+ pooling", "min + mean + max pooling (layer norm kept)"),
+    ("+ D", "D = 64 prototypes"),
+    ("+ ensemble", "average of 5 seeds"),
+)
+#: The last rung's name: the whole nested search (tuning.py), refitted as a 5-seed ensemble.
+NESTED_STEP = "+ nested tuning"
+
+
+def ladder_configs(dataset: str) -> list[tuple[str, PrototypeMILConfig, TrainConfig, int]]:
+    """(name, model config, train config, n_seeds) of every fixed rung for a benchmark."""
+    mconf, tconf = paper_configs(dataset)
+    rungs = [("paper", mconf, tconf, 1)]
+    tconf = replace(tconf, lr_prototypes=1e-2, lr_classifier=1e-2, epochs=50)
+    rungs.append(("+ rates", mconf, tconf, 1))
+    mconf = replace(mconf, distance="cosine")
+    rungs.append(("+ distance", mconf, tconf, 1))
+    mconf = replace(mconf, init="kmeans++")
+    rungs.append(("+ init", mconf, tconf, 1))
+    mconf = replace(mconf, pooling=("min", "mean", "max"))
+    rungs.append(("+ pooling", mconf, tconf, 1))
+    mconf = replace(mconf, n_prototypes=64)
+    rungs.append(("+ D", mconf, tconf, 1))
+    rungs.append(("+ ensemble", mconf, tconf, 5))
+    return rungs
+
+
+def cross_validate_ensemble(
+    bags: Sequence[np.ndarray],
+    y: np.ndarray,
+    folds: Sequence[Fold],
+    model_config: PrototypeMILConfig,
+    train_config: TrainConfig,
+    n_seeds: int = 1,
+    *,
+    dataset: str = "custom",
+    method: str = "prototype",
+    backend: str = "auto",
+    device="cpu",
+) -> pd.DataFrame:
+    """Cross-validate one setting as an ``n_seeds`` ensemble (seeds ``fold.seed + s``), all folds batched.
+
+    With ``n_seeds=1`` each fold's model is seeded ``fold.seed``, as in
+    :func:`~minitorch_proto.evaluation.cv.cross_validate_prototype`.
+    """
+    y = np.asarray(y, dtype=np.int64)
+    models = [(f, s) for f in range(len(folds)) for s in range(int(n_seeds))]
+    t0 = time.perf_counter()
+    fit = train_batched(
+        bags, y, [folds[f].train for f, _ in models], [folds[f].seed + s for f, s in models], model_config,
+        train_config, n_classes=int(y.max()) + 1, eval_sets=[folds[f].test for f, _ in models], device=device,
+        backend=backend,
+    )
+    per_fold = (time.perf_counter() - t0) / len(folds)
+    last = fit.evaluations[int(train_config.epochs)]
+    rows = []
+    for f, fold in enumerate(folds):
+        proba = np.mean([last[f * n_seeds + s] for s in range(int(n_seeds))], axis=0)
+        acc, auc = scores_from_proba(y[fold.test], proba)
+        rows.append(_fold_row(dataset, method, fold, "final", int(train_config.epochs), acc, auc, per_fold))
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def run_ladder(
+    data: Mapping[str, tuple[Sequence[np.ndarray], np.ndarray]],
+    folds: Mapping[str, Sequence[Fold]],
+    *,
+    steps: Sequence[str] | None = None,
+    budget=None,
+    backend: str = "auto",
+    progress=None,
+) -> pd.DataFrame:
+    """Every rung on every data set, on the same folds; per-fold rows, ``method`` = rung name.
+
+    Parameters
+    ----------
+    data : name -> (bags, y) of benchmarks known to :func:`~minitorch_proto.paper.paper_configs`.
+    folds : name -> folds (the same for every rung).
+    steps : rung names to run (default: every fixed rung and the nested one).
+    budget : :class:`~minitorch_proto.evaluation.tuning.SearchBudget` of the nested rung.
+    progress : callable(str), optional; told when each rung starts.
+    """
+    from .tuning import SearchBudget, nested_cross_validate
+
+    wanted = list(steps) if steps is not None else [s for s, _ in LADDER_STEPS] + [NESTED_STEP]
+    known = {s for s, _ in LADDER_STEPS} | {NESTED_STEP}
+    unknown = [s for s in wanted if s not in known]
+    if unknown:
+        raise ValueError(f"Unknown ladder step(s) {unknown}; choose from {sorted(known)}.")
+    frames = []
+    for name, (bags, y) in data.items():
+        for step, mconf, tconf, k in ladder_configs(name):
+            if step in wanted:
+                if progress:
+                    progress(f"{name}: {step}")
+                frames.append(cross_validate_ensemble(bags, y, folds[name], mconf, tconf, k, dataset=name,
+                                                      method=step, backend=backend))
+        if NESTED_STEP in wanted:
+            if progress:
+                progress(f"{name}: {NESTED_STEP}")
+            res, _ = nested_cross_validate(bags, y, folds[name], budget or SearchBudget(), dataset=name,
+                                           method=NESTED_STEP, backend=backend)
+            frames.append(res)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _se(values: pd.Series, repeats: pd.Series) -> float:
+    """Standard error of the mean of per-fold values: over repetition means when there are several."""
+    means = values.groupby(repeats).mean()
+    if len(means) > 1:
+        return float(means.std(ddof=1) / np.sqrt(len(means)))
+    # One repetition: folds treated as independent (they share training bags, so this is optimistic).
+    return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else float("nan")
+
+
+def ladder_table(results: pd.DataFrame, metric: str = "accuracy") -> pd.DataFrame:
+    """Per data set and rung: mean, its standard error, the paired difference to the rung above and its SE, seconds.
+
+    Rungs keep the order in which they first appear in ``results``. ``seconds`` is the
+    rung's total fitting time over all folds (search included for the nested rung).
+    """
+    order = list(dict.fromkeys(results["method"]))
+    rows = []
+    for ds, g in results.groupby("dataset", sort=False):
+        prev = None
+        for step in order:
+            r = g[g["method"] == step].sort_values(["repeat", "fold"])
+            if r.empty:
+                continue
+            row = dict(dataset=ds, step=step, mean=r[metric].mean(), se=_se(r[metric], r["repeat"]),
+                       n_folds=len(r), n_repeats=r["repeat"].nunique(), seconds=r["fit_seconds"].sum())
+            if prev is not None:
+                m = r.merge(prev, on=["repeat", "fold"], suffixes=("", "_prev"))
+                d = m[metric] - m[f"{metric}_prev"]
+                row["diff"], row["diff_se"] = d.mean(), _se(d, m["repeat"])
+            else:
+                row["diff"], row["diff_se"] = np.nan, np.nan
+            rows.append(row)
+            prev = r[["repeat", "fold", metric]]
+    return pd.DataFrame(rows, columns=["dataset", "step", "mean", "se", "diff", "diff_se", "n_folds", "n_repeats",
+                                       "seconds"])
+
+
+def ladder_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None) -> str:
+    """Two or three sentences from a :func:`ladder_table`: which rungs helped clearly, and the end point."""
+    steps = list(dict.fromkeys(table["step"]))
+    clear_up, clear_down = [], []
+    for step in steps[1:]:
+        t = table[table["step"] == step]
+        up = t[(t["diff"] > 2 * t["diff_se"])]
+        down = t[(t["diff"] < -2 * t["diff_se"])]
+        if len(up) >= (len(t) + 1) // 2 and len(up) > 0:
+            clear_up.append(f"{step} ({len(up)}/{len(t)})")
+        if len(down) >= (len(t) + 1) // 2 and len(down) > 0:
+            clear_down.append(f"{step} ({len(down)}/{len(t)})")
+    first, last = steps[0], steps[-1]
+    gains = []
+    for ds, g in table.groupby("dataset", sort=False):
+        a, b = g[g["step"] == first]["mean"], g[g["step"] == last]["mean"]
+        if len(a) and len(b):
+            gains.append(((display or {}).get(ds, ds), float(b.iloc[0] - a.iloc[0])))
+    text = []
+    if clear_up:
+        text.append("Rungs that raised accuracy by more than two standard errors of the paired difference on at "
+                    "least half of the data sets: " + ", ".join(clear_up) + ".")
+    else:
+        text.append("No rung raised accuracy by more than two standard errors on at least half of the data sets.")
+    if clear_down:
+        text.append("Rungs that lowered it as clearly: " + ", ".join(clear_down) + ".")
+    if gains:
+        text.append(f"From '{first}' to '{last}' the mean accuracy changed by "
+                    + ", ".join(f"{d} {v:+.3f}" for d, v in gains) + ".")
+    return " ".join(text)
