@@ -159,3 +159,24 @@ def test_cross_validated_ensemble_rows_average_the_seeds():
     proba = tuning.fit_ensembles(bags, y, [folds[0].train], [folds[0].test], [cand], [folds[0].seed], 2)[0]
     acc = float(np.mean(proba.argmax(1) == y[folds[0].test]))
     assert res.accuracy.iloc[0] == pytest.approx(acc)
+
+
+def test_best_baseline_comparison_uses_the_same_folds():
+    import pandas as pd
+
+    from minitorch_proto.evaluation.ladder import best_baseline_comparison, comparison_verdict
+
+    rows = []
+    for fold in (1, 2, 3, 4):
+        rows.append(dict(dataset="a", method="ours", evaluation="final", repeat=1, fold=fold, accuracy=0.8))
+        rows.append(dict(dataset="a", method="b1", evaluation="final", repeat=1, fold=fold, accuracy=0.7 + 0.05 * fold))
+        rows.append(dict(dataset="a", method="b2", evaluation="final", repeat=1, fold=fold, accuracy=0.78))
+        # A second repetition that "ours" was not run on: must not count.
+        rows.append(dict(dataset="a", method="b2", evaluation="final", repeat=2, fold=fold, accuracy=0.1))
+        rows.append(dict(dataset="a", method="prototype x", evaluation="final", repeat=1, fold=fold, accuracy=1.0))
+    df = pd.DataFrame(rows)
+    table = best_baseline_comparison(df[df.method == "ours"], df[df.method != "ours"], "ours")
+    row = table.iloc[0]
+    assert row["best_baseline"] == "b1" and row["baseline"] == pytest.approx(0.825)
+    assert row["diff"] == pytest.approx(-0.025) and row["n_folds"] == 4
+    assert "further below on 1: a (-0.025)" in comparison_verdict(table)

@@ -27,7 +27,7 @@ from .cv import RESULT_COLUMNS, Fold, _fold_row
 from .metrics import scores_from_proba
 
 __all__ = ["LADDER_STEPS", "NESTED_STEP", "ladder_configs", "cross_validate_ensemble", "run_ladder",
-           "ladder_table", "ladder_verdict"]
+           "ladder_table", "ladder_verdict", "best_baseline_comparison", "comparison_verdict"]
 
 #: (name, what changes) of each fixed rung, in order; each keeps everything above it.
 LADDER_STEPS: tuple[tuple[str, str], ...] = (
@@ -206,4 +206,47 @@ def ladder_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None
     if gains:
         text.append(f"From '{first}' to '{last}' the mean accuracy changed by "
                     + ", ".join(f"{d} {v:+.3f}" for d, v in gains) + ".")
+    return " ".join(text)
+
+
+def best_baseline_comparison(results: pd.DataFrame, baselines: pd.DataFrame, method: str,
+                             exclude_prefix: str = "prototype") -> pd.DataFrame:
+    """``method`` beside the best other method of ``baselines`` on each data set, on the same folds.
+
+    The best baseline is the one with the highest mean accuracy over the (repeat, fold) pairs
+    that ``method`` was run on (rows of ``baselines`` whose method starts with
+    ``exclude_prefix`` are not baselines). ``diff`` is the paired per-fold difference
+    (method - baseline), ``diff_se`` its standard error (see :func:`ladder_table`).
+    """
+    ours = results[(results["method"] == method) & (results["evaluation"] == "final")]
+    base = baselines[(baselines["evaluation"] == "final") & ~baselines["method"].str.startswith(exclude_prefix)]
+    rows = []
+    for ds, g in ours.groupby("dataset", sort=False):
+        b = base[base["dataset"] == ds].merge(g[["repeat", "fold", "accuracy"]], on=["repeat", "fold"],
+                                             suffixes=("", "_ours"))
+        if b.empty:
+            continue
+        means = b.groupby("method")["accuracy"].mean()
+        best = means.idxmax()
+        pair = b[b["method"] == best].sort_values(["repeat", "fold"])
+        d = pair["accuracy_ours"] - pair["accuracy"]
+        rows.append(dict(dataset=ds, ours=pair["accuracy_ours"].mean(), ours_se=_se(pair["accuracy_ours"], pair["repeat"]),
+                         best_baseline=best, baseline=pair["accuracy"].mean(),
+                         baseline_se=_se(pair["accuracy"], pair["repeat"]), diff=d.mean(), diff_se=_se(d, pair["repeat"]),
+                         n_folds=len(pair)))
+    return pd.DataFrame(rows, columns=["dataset", "ours", "ours_se", "best_baseline", "baseline", "baseline_se", "diff",
+                                       "diff_se", "n_folds"])
+
+
+def comparison_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None, margin: float = 0.02) -> str:
+    """One or two sentences from :func:`best_baseline_comparison`: where the method matches the best baseline."""
+    name = lambda d: (display or {}).get(d, d)  # noqa: E731
+    at_or_above = [name(d) for d, v in zip(table["dataset"], table["diff"]) if v >= 0]
+    within = [name(d) for d, v in zip(table["dataset"], table["diff"]) if -margin <= v < 0]
+    below = [f"{name(d)} ({v:+.3f})" for d, v in zip(table["dataset"], table["diff"]) if v < -margin]
+    n = len(table)
+    text = [f"The tuned ensemble is at or above the best measured baseline on {len(at_or_above)} of {n} data sets"
+            + (f" ({', '.join(at_or_above)})" if at_or_above else "") + ","
+            + f" within {margin:.2f} below it on {len(within)}" + (f" ({', '.join(within)})" if within else "")
+            + f", and further below on {len(below)}" + (f": {', '.join(below)}" if below else "") + "."]
     return " ".join(text)

@@ -1,0 +1,66 @@
+"""Run the ladder of notebook 08 (evaluation.ladder) and freeze its per-fold results and table.
+
+Usage (from the repository root, on two cores this takes minutes per repetition)::
+
+    python benchmarks/run_ladder.py --repeats 1 --nested-from results_best/results.csv --freeze
+
+``--nested-from`` reuses the per-fold rows of ``minitorch-proto reproduce --methods
+prototype-best`` run with the same ``--repeats`` and ``--seed`` (the same folds) as the last
+rung instead of searching again; without it the nested rung is run here. ``--freeze`` writes
+``ladder_results`` and ``ladder_table`` with :func:`~minitorch_proto.evaluation.frozen.write_frozen`
+(command, commit and date recorded beside them).
+"""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+
+import pandas as pd
+
+from minitorch_proto.data import load_benchmark
+from minitorch_proto.evaluation.cv import stratified_folds
+from minitorch_proto.evaluation.ladder import LADDER_STEPS, NESTED_STEP, ladder_table, run_ladder
+
+NESTED_METHOD = "prototype (tuned ensemble)"  # cli.PROTOTYPE_BEST
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--datasets", nargs="+", default=["musk1", "musk2", "fox", "tiger", "elephant"])
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--nested-from", default=None, help="results.csv of reproduce --methods prototype-best")
+    p.add_argument("--freeze", action="store_true", help="write the frozen tables (package data)")
+    args = p.parse_args(argv)
+    data = {n: load_benchmark(n, download=False) for n in args.datasets}
+    folds = {n: stratified_folds(d.y, args.repeats, 10, random_state=args.seed) for n, d in data.items()}
+    steps = [s for s, _ in LADDER_STEPS] + ([] if args.nested_from else [NESTED_STEP])
+    t0 = time.perf_counter()
+    results = run_ladder({n: (d.bags, d.y) for n, d in data.items()}, folds, steps=steps,
+                         progress=lambda s: print(f"[{time.perf_counter() - t0:6.0f} s] {s}", file=sys.stderr, flush=True))
+    if args.nested_from:
+        nested = pd.read_csv(args.nested_from)
+        nested = nested[(nested.method == NESTED_METHOD) & nested.dataset.isin(args.datasets)
+                        & (nested.repeat <= args.repeats)].copy()
+        missing = set(args.datasets) - set(nested.dataset)
+        if missing:
+            raise SystemExit(f"error: {args.nested_from} has no {NESTED_METHOD!r} rows for {sorted(missing)}.")
+        nested["method"] = NESTED_STEP
+        results = pd.concat([results, nested[results.columns]], ignore_index=True)
+    table = ladder_table(results)
+    print(table.round(3).to_string())
+    if args.freeze:
+        from minitorch_proto.evaluation.frozen import write_frozen
+
+        command = "python benchmarks/run_ladder.py " + shlex.join(sys.argv[1:] if argv is None else argv)
+        what = f"{args.repeats} x 10-fold CV, {', '.join(args.datasets)}"
+        write_frozen(results, "ladder_results", command=command, description=f"Ladder per-fold results ({what})",
+                     wall_seconds=round(time.perf_counter() - t0))
+        write_frozen(table, "ladder_table", command=command, description=f"Ladder table ({what})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
