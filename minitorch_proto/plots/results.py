@@ -108,7 +108,7 @@ def plot_cv_results(
     """
     from ..evaluation.cv import summarize
     from ..paper import DATASET_ORDER, PAPER_TABLE2
-    from ..evaluation.report import SPREADS
+    from ..evaluation.report import DATASET_NAMES, SPREADS
 
     if spread not in SPREADS:
         raise ValueError(f"spread must be one of {sorted(SPREADS)}, got {spread!r}.")
@@ -148,13 +148,15 @@ def plot_cv_results(
                alpha=0.6 if is_reported else 1.0, edgecolor="k", linewidth=0.5,
                yerr=np.where(np.isnan(errs), 0.0, errs), capsize=2, error_kw={"linewidth": 0.8})
     ax.set_xticks(x)
-    ax.set_xticklabels(datasets)
+    ax.set_xticklabels([DATASET_NAMES.get(d, d) for d in datasets])
     ax.set_ylabel(f"{metric}: mean\n(error bar: {SPREADS[spread]})", fontsize=8)
     lo = np.nanmin([v[0] for _, vals, _ in series for v in vals.values()] + [1.0])
     # The top must hold every error bar (the paper's printed spreads reach past 1.0).
     tops = [v[0] + (v[1] if np.isfinite(v[1]) else 0.0) for _, vals, _ in series for v in vals.values()]
     ax.set_ylim(max(0.0, lo - 0.15), max(1.0, np.nanmax(tops + [1.0]) + 0.02))
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, frameon=False)
+    # Long method names get one legend column, so the legend never squeezes the axes away.
+    ncol = 2 if max(len(label) for label, _, _ in series) <= 32 else 1
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=ncol, frameon=False)
     if reported:
         ax.set_title("measured (solid) vs reported (hatched, with the printed ±)", fontsize=9)
     return fig
