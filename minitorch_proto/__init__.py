@@ -14,7 +14,7 @@ from .evaluation.cv import (
 )
 from .data import BagDataset, from_dataframe, load_bags_csv, load_benchmark, read_split_files
 from .estimator import PrototypeMILClassifier, load_model
-from .model import PrototypeMIL, PrototypeMILConfig, compat_config
+from .model import PrototypeMIL, PrototypeMILConfig, compat_config, monotone_config
 from .preprocessing import BagStandardizer
 from .paper import paper_configs
 from .training import TrainConfig, compat_train_config, train_model
@@ -31,6 +31,7 @@ __all__ = [
     "PrototypeMILConfig",
     "TrainConfig",
     "compat_config",
+    "monotone_config",
     "compat_train_config",
     "cross_validate_estimator",
     "cross_validate_prototype",

@@ -41,6 +41,10 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     weight_penalty, prototype_penalty, distance_penalty : str
         See :class:`~minitorch_proto.model.PrototypeMILConfig`.
     init : {"normal", "instances", "kmeans++"}, default="normal"
+    monotone : bool, default=False
+        Classifier weights kept <= 0, so the score respects the standard MIL
+        assumption by construction; needs ``pooling=("min",)``, ``layer_norm=False``
+        and two classes (see :func:`~minitorch_proto.model.monotone_config`).
     lr_prototypes, lr_classifier : float, default=9e-5, 3e-5
         Adam learning rates (Table 1, Musk1).
     epochs : int, default=100
@@ -98,6 +102,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         prototype_penalty: str = "norm",
         distance_penalty: str = "min",
         init: str = "normal",
+        monotone: bool = False,
         lr_prototypes: float = 9e-5,
         lr_classifier: float = 3e-5,
         epochs: int = 100,
@@ -125,6 +130,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         self.prototype_penalty = prototype_penalty
         self.distance_penalty = distance_penalty
         self.init = init
+        self.monotone = monotone
         self.lr_prototypes = lr_prototypes
         self.lr_classifier = lr_classifier
         self.epochs = epochs
@@ -156,6 +162,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             prototype_penalty=self.prototype_penalty,
             distance_penalty=self.distance_penalty,
             init=self.init,
+            monotone=bool(self.monotone),
         )
 
     def train_config(self) -> TrainConfig:

@@ -44,6 +44,8 @@ __all__ = [
     "PrototypeMILConfig",
     "PrototypeMIL",
     "compat_config",
+    "monotone_config",
+    "project_monotone_",
     "init_prototypes",
     "normalize_features",
     "head_logits",
@@ -95,6 +97,12 @@ class PrototypeMILConfig:
     layer_norm_eps : float
         Added to the variance in Eq. 4b so a bag whose distances are all equal
         does not divide by zero.
+    monotone : bool
+        Keep every classifier weight <= 0, so coming closer to a prototype can only
+        raise the positive logit: the weights start at ``-|w|`` and are projected onto
+        ``w <= 0`` after every optimiser step, in every engine. Needs min pooling only,
+        no layer norm (see :func:`monotone_config`) and two classes. The bag score then
+        obeys the standard MIL assumption by construction (``book/monotone.md``).
     """
 
     n_prototypes: int = 24
@@ -110,6 +118,7 @@ class PrototypeMILConfig:
     distance_penalty: str = "min"
     init: str = "normal"
     layer_norm_eps: float = 1e-6
+    monotone: bool = False
 
     def __post_init__(self) -> None:
         pooling = tuple(self.pooling) if not isinstance(self.pooling, str) else (self.pooling,)
@@ -137,6 +146,13 @@ class PrototypeMILConfig:
             raise ValueError(f"distance_penalty must be 'min' or 'pooled', got {self.distance_penalty!r}.")
         if self.init not in ("normal", "instances", "kmeans++"):
             raise ValueError(f"init must be 'normal', 'instances' or 'kmeans++', got {self.init!r}.")
+        if self.monotone and (pooling != ("min",) or self.layer_norm):
+            # Mean/max pooling count or bound instances and layer norm couples the prototypes:
+            # either breaks the monotone bag score (book/monotone.md).
+            raise ValueError(
+                f"monotone=True needs pooling=('min',) and layer_norm=False, got pooling={pooling!r}, "
+                f"layer_norm={self.layer_norm}; use monotone_config()."
+            )
 
     @property
     def n_features_out(self) -> int:
@@ -175,6 +191,32 @@ def compat_config(config: PrototypeMILConfig | None = None, **overrides) -> Prot
     )
     compat.update(overrides)
     return replace(base, **compat)
+
+
+def monotone_config(config: PrototypeMILConfig | None = None, **overrides) -> PrototypeMILConfig:
+    """The variant that respects the standard MIL assumption by construction.
+
+    Min pooling only, no per-bag layer norm, classifier weights kept <= 0
+    (``monotone=True``); every other field (D, distance, penalties, init) comes from
+    ``config`` (default: the paper's), then ``overrides``. Adding an instance to a bag
+    can then never lower its positive score, repeating one changes nothing, and each
+    prototype's term comes from one instance (``book/monotone.md``).
+
+    Examples
+    --------
+    >>> monotone_config(n_prototypes=8).pooling
+    ('min',)
+    """
+    base = config or PrototypeMILConfig()
+    settings = dict(pooling=("min",), layer_norm=False, monotone=True)
+    settings.update(overrides)
+    return replace(base, **settings)
+
+
+@torch.no_grad()
+def project_monotone_(weight: torch.Tensor) -> torch.Tensor:
+    """Project classifier weights onto ``w <= 0`` in place (after an optimiser step)."""
+    return weight.clamp_(max=0.0)
 
 
 # --------------------------------------------------------------------------- init
@@ -342,12 +384,18 @@ class PrototypeMIL(nn.Module):
         if n_classes < 2:
             raise ValueError(f"n_classes must be >= 2, got {n_classes}.")
         self.config = config or PrototypeMILConfig()
+        if self.config.monotone and n_classes != 2:
+            # A softmax couples the class logits (raising one lowers the others' probabilities),
+            # so "closer can only help" has no clean meaning there.
+            raise ValueError(f"monotone=True is defined for two classes only, got n_classes={n_classes}.")
         self.n_features = int(n_features)
         self.n_classes = int(n_classes)
         gen = generator or torch.Generator().manual_seed(0)
         n_out = 1 if n_classes == 2 else n_classes
         self.prototypes = nn.Parameter(init_prototypes(self.config, n_features, gen, init_instances))
         w, b = init_head(self.config.n_features_out, n_out, gen)
+        if self.config.monotone:
+            w = -w.abs()  # the same draw, mirrored into the feasible set
         self.weight = nn.Parameter(w)
         self.bias = nn.Parameter(b) if self.config.bias else None
 
@@ -422,4 +470,5 @@ class PrototypeMIL(nn.Module):
         return (
             f"n_features={self.n_features}, n_prototypes={c.n_prototypes}, distance={c.distance!r}, "
             f"pooling={c.pooling}, layer_norm={c.layer_norm}, bias={c.bias}"
+            + (", monotone=True" if c.monotone else "")
         )

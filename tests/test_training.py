@@ -7,7 +7,7 @@ import torch
 
 from minitorch_proto.training import train_batched
 from minitorch_proto.training.setup import size_groups
-from minitorch_proto.model import PrototypeMIL, PrototypeMILConfig, compat_config
+from minitorch_proto.model import PrototypeMIL, PrototypeMILConfig, compat_config, monotone_config
 from minitorch_proto.preprocessing import BagStandardizer
 from minitorch_proto.training import TrainConfig, compat_train_config, epoch_batches, train_model
 
@@ -41,6 +41,9 @@ CASES = {
     "sqeuclidean, mean only (extra min block penalised), no bias": (
         PrototypeMILConfig(n_prototypes=4, distance="sqeuclidean", pooling=("mean",), bias=False),
         TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=2e-2), "feature"),
+    "monotone variant (weights projected onto <= 0), minibatch": (
+        monotone_config(PrototypeMILConfig(n_prototypes=3)),
+        TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=5e-2, batch_size=2), "feature"),
 }
 BACKENDS = ["tensor", "compiled"]
 
@@ -265,6 +268,8 @@ TRAIN_OPTIONS = {
 }
 STANDARDIZATIONS = ("feature", "instance", "none")
 # Fields that are plain numbers every engine reads the same way (checked by every drawn case).
+# Switches that constrain other fields, each checked in every engine by its own entry in CASES.
+CONSTRAINED_FIELDS = {"monotone"}
 NUMERIC_FIELDS = {"n_prototypes", "lambda_w", "lambda_p", "lambda_d", "layer_norm_eps",
                   "epochs", "lr_prototypes", "lr_classifier", "betas", "eps"}
 N_DRAWN = 10
@@ -285,7 +290,7 @@ def _drawn_cases():
 def test_option_space_lists_every_config_field():
     import dataclasses
 
-    listed = set(MODEL_OPTIONS) | set(TRAIN_OPTIONS) | NUMERIC_FIELDS
+    listed = set(MODEL_OPTIONS) | set(TRAIN_OPTIONS) | NUMERIC_FIELDS | CONSTRAINED_FIELDS
     fields = {f.name for f in dataclasses.fields(PrototypeMILConfig)} | {f.name for f in dataclasses.fields(TrainConfig)}
     assert fields - listed == set(), "add the new option to MODEL_OPTIONS/TRAIN_OPTIONS so every engine is checked"
     assert listed - fields == set()

@@ -459,7 +459,7 @@ if AVAILABLE:
     @njit(parallel=True, cache=True, fastmath=_FASTMATH, error_model="numpy")
     def _run_epoch(X, start, sizes, y, plan, n_batches, P, W, b, mP, vP, mW, vW, mb, vb, aP, aW, ab, step,
                    lr_p, lr_w, factor, pools, code, pen_min, layer_norm, ln_eps, has_bias, lam_w, lam_p, lam_d,
-                   w_l1, p_norm, accumulate, beta1, beta2, adam_eps, kmax, sums, eps):
+                   w_l1, p_norm, accumulate, beta1, beta2, adam_eps, kmax, sums, eps, monotone):
         """One epoch of every model (one model per parallel iteration); see ``train_epoch``."""
         M, D, L = P.shape
         O, F = W.shape[1], W.shape[2]
@@ -520,6 +520,11 @@ if AVAILABLE:
                 _adam_constants(cw, lr_w[m] * factor, step[m], beta1, beta2, adam_eps)
                 _adam(Pm, gP, mP[m], vP[m], cp)
                 _adam(Wm, gW, mW[m], vW[m], cw)
+                if monotone:  # projected Adam: the classifier weights stay <= 0
+                    for o in range(O):
+                        for f in range(F):
+                            if Wm[o, f] > 0.0:
+                                Wm[o, f] = 0.0
                 if has_bias:
                     _adam(bm, gb, mb[m], vb[m], cw)
 
@@ -578,7 +583,7 @@ def train_epoch(state: EpochState, X, start, sizes, y, plan, n_batches, lr_p, lr
             state.step, lr_p, lr_w, float(factor), pools, code, pen_min, layer_norm, ln_eps, state.has_bias,
             float(c.lambda_w), float(c.lambda_p), float(c.lambda_d), c.weight_penalty == "l1",
             c.prototype_penalty == "norm", bool(train_config.accumulate_gradients), float(train_config.betas[0]),
-            float(train_config.betas[1]), float(train_config.eps), int(kmax), sums, eps,
+            float(train_config.betas[1]), float(train_config.eps), int(kmax), sums, eps, bool(c.monotone),
         )
     finally:
         numba.set_parallel_chunksize(previous)

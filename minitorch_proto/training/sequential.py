@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from ..bags import BagBatch
-from ..model import LOSS_TERMS, PrototypeMIL
+from ..model import LOSS_TERMS, PrototypeMIL, project_monotone_
 from ..utils import progress_bar, torch_threads
 from .config import TrainConfig, epoch_batches
 
@@ -87,6 +87,8 @@ def _train(model, bags, y, config, seed, progress, on_epoch_end) -> list[dict]:
                 optimizer.zero_grad(set_to_none=False)
             terms["total"].backward()
             optimizer.step()
+            if model.config.monotone:
+                project_monotone_(model.weight)
             for k, v in terms.items():
                 sums[k] += float(v.detach())
         row = {"epoch": epoch + 1, **{k: v / len(batches) for k, v in sums.items()}}

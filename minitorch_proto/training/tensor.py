@@ -23,6 +23,7 @@ from ..model import (
     normalize_features,
     penalty_terms,
     pooled_from_distances,
+    project_monotone_,
 )
 from ..utils import progress_bar
 from .config import epoch_batches
@@ -226,6 +227,9 @@ def fit_tensor(s: Setup) -> BatchedFit:
                         g = accumulated[i]
                     _adam_update(p, g, exp_avg[i], exp_avg_sq[i], lrs[i] * factor, active, all_active, step,
                                  train_config.betas, train_config.eps, scratch[i])
+                if model_config.monotone:
+                    # Models sitting out this tick already have W <= 0: projecting them is a no-op.
+                    project_monotone_(W)
                 sums += terms.detach().double()
                 n_steps += active.double()
         means_ep = (sums / n_steps.clamp_min(1)).cpu().numpy()
