@@ -297,6 +297,15 @@ UNIT_TEST_MIN_SETTINGS: dict[str, Any] = {
     "device": "cpu",
 }
 
+#: The monotone variant in the unit tests (``book/monotone.md``): the settings above with
+#: min pooling only, no layer norm, weights <= 0, 32 prototypes and no prototype or distance
+#: penalty. Chosen on seeds 100-119, disjoint from the seeds the book reports (0-9): with
+#: 4 prototypes, or with the two penalties, Adam pulls every prototype to the background's
+#: centre in some runs and none reaches the concept.
+UNIT_TEST_MONOTONE_SETTINGS: dict[str, Any] = dict(
+    UNIT_TEST_MIN_SETTINGS, n_prototypes=32, lambda_p=0.0, lambda_d=0.0, layer_norm=False, monotone=True
+)
+
 
 def default_mil_unit_test_models(include_baselines: bool = True) -> dict[str, Callable[[int], Any]]:
     """Model factories ``seed -> estimator`` for :func:`mil_unit_test_table`.
@@ -317,12 +326,15 @@ def default_mil_unit_test_models(include_baselines: bool = True) -> dict[str, Ca
           punishes);
         * ``"prototype (paper defaults)"``: ``PrototypeMILClassifier()`` as the paper writes
           it (D = 24, min pooling, layer norm, Table 1 Musk1 rates, batch 1, 100 epochs);
+        * ``"prototype (monotone)"``: :data:`UNIT_TEST_MONOTONE_SETTINGS`, the variant that
+          respects the standard MIL assumption by construction;
         * the baselines, when available.
     """
     models: dict[str, Callable[[int], Any]] = {
         "prototype (min pooling)": EstimatorFactory(PrototypeMILClassifier, **UNIT_TEST_MIN_SETTINGS),
         "prototype (min+mean+max)": EstimatorFactory(PrototypeMILClassifier, **dict(UNIT_TEST_MIN_SETTINGS, pooling=("min", "mean", "max"))),
         "prototype (paper defaults)": EstimatorFactory(PrototypeMILClassifier, device="cpu"),
+        "prototype (monotone)": EstimatorFactory(PrototypeMILClassifier, **UNIT_TEST_MONOTONE_SETTINGS),
     }
     if include_baselines:
         try:
@@ -336,7 +348,7 @@ def default_mil_unit_test_models(include_baselines: bool = True) -> dict[str, Ca
 
 def mil_unit_test_table(
     models: Mapping[str, Callable[[int], Any]],
-    random_state: int = 0,
+    random_state: int | Sequence[int] = 0,
     threshold: float = 0.75,
     generator_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
     tests: Sequence[str] | None = None,
@@ -348,8 +360,10 @@ def mil_unit_test_table(
     models : mapping
         ``name -> factory(seed)`` returning an unfitted estimator (``fit``/``predict``, and
         ``predict_proba`` for the AUC).
-    random_state : int, default=0
-        Seed of the data generators and of every model.
+    random_state : int or sequence of int, default=0
+        Seed of the data generators and of every model; a sequence runs every model once
+        per seed and adds a ``seed`` column (summarise with
+        :func:`~minitorch_proto.evaluation.unit_tests.summarize_unit_tests`).
     threshold : float, default=0.75
         Minimum test accuracy for ``passed`` (see :func:`~minitorch_proto.data.synthetic.run_mil_unit_tests`).
     generator_kwargs : mapping, optional
@@ -366,6 +380,12 @@ def mil_unit_test_table(
     """
     if not models:
         raise ValueError("models is empty.")
+    if not np.isscalar(random_state):
+        seeds = [int(s) for s in random_state]  # type: ignore[union-attr]
+        if not seeds:
+            raise ValueError("random_state is an empty sequence of seeds.")
+        return pd.concat([mil_unit_test_table(models, s, threshold, generator_kwargs, tests).assign(seed=s)
+                          for s in seeds], ignore_index=True)
     frames = []
     for name, factory in models.items():
         t0 = time.perf_counter()

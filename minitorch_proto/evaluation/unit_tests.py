@@ -16,7 +16,7 @@ from .metrics import binary_auc
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["run_mil_unit_tests"]
+__all__ = ["run_mil_unit_tests", "summarize_unit_tests", "unit_test_verdict"]
 
 
 def _positive_scores(estimator: Any, bags: list[np.ndarray]) -> np.ndarray | None:
@@ -101,3 +101,59 @@ def run_mil_unit_tests(
             {"test": name, "accuracy": accuracy, "auc": auc, "passed": bool(accuracy >= threshold), "threshold": float(threshold)}
         )
     return pd.DataFrame(rows, columns=["test", "accuracy", "auc", "passed", "threshold"])
+
+
+def summarize_unit_tests(table: "pd.DataFrame") -> "pd.DataFrame":
+    """Mean and spread of each model's results on each test over seeds.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Rows of :func:`~minitorch_proto.experiments.mil_unit_test_table` run over several
+        seeds (columns ``model``, ``test``, ``seed``, ``accuracy``, ``auc``, ``passed``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (model, test), in the table's order: ``n_seeds``, ``accuracy_mean``,
+        ``accuracy_std`` (sample standard deviation over seeds), ``accuracy_min``,
+        ``auc_mean``, ``auc_std``, ``seeds_passed`` and ``passed`` (every seed passed).
+    """
+    import pandas as pd
+
+    missing = {"model", "test", "seed", "accuracy", "auc", "passed"} - set(table.columns)
+    if missing:
+        raise ValueError(f"the unit-test table lacks the column(s) {sorted(missing)}.")
+    grouped = table.groupby(["model", "test"], sort=False)
+    out = pd.DataFrame({
+        "n_seeds": grouped["seed"].nunique(),
+        "accuracy_mean": grouped["accuracy"].mean(),
+        "accuracy_std": grouped["accuracy"].std(ddof=1),
+        "accuracy_min": grouped["accuracy"].min(),
+        "auc_mean": grouped["auc"].mean(),
+        "auc_std": grouped["auc"].std(ddof=1),
+        "seeds_passed": grouped["passed"].sum().astype(int),
+    }).reset_index()
+    out["passed"] = out["seeds_passed"] == out["n_seeds"]
+    return out
+
+
+def unit_test_verdict(summary: "pd.DataFrame", display: Mapping[str, str] | None = None) -> str:
+    """One or two sentences on which models pass every test on every seed.
+
+    ``summary`` comes from :func:`summarize_unit_tests`; ``display`` maps model names to
+    the names to print (default: the names themselves).
+    """
+    if summary.empty:
+        raise ValueError("the unit-test summary is empty.")
+    name = (lambda m: display.get(m, m)) if display else (lambda m: m)
+    per_model = summary.groupby("model", sort=False).agg(all_passed=("passed", "all"), n_tests=("test", "nunique"),
+                                                           n_seeds=("n_seeds", "min"))
+    good = [name(m) for m in per_model.index[per_model["all_passed"]]]
+    seeds = int(per_model["n_seeds"].min())
+    tests = int(per_model["n_tests"].max())
+    head = (f"{len(good)} of {len(per_model)} models pass all {tests} tests on every one of "
+            f"{seeds if seeds == per_model['n_seeds'].max() else f'{seeds} or more'} seeds")
+    if good:
+        return head + ": " + ", ".join(good) + "."
+    return head + "."
