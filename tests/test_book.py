@@ -1,10 +1,17 @@
-"""The book builds (quick mode: small notebook runs, warnings as errors) and every page renders.
+"""The book builds (quick mode: small notebook runs, warnings as errors) and every page reads well.
 
 One quick build is shared by the tests of this module. The browser test serves the built site
 on 127.0.0.1 and opens every page of the table of contents in headless Chromium (Debian's
-``chromium``; ``make test`` installs it), checking titles, images, tables, typeset math, the
-absence of error outputs, and that no page requests anything from outside the site. It saves a
-few screenshots to ``_build/screenshots/``.
+``chromium``; ``make test`` installs it) at 1280 px, and fails on any of:
+
+* an absolute path of the build machine (``/work/``, ``/tmp/``, ``/root/``, ``/home/``) or a
+  traceback in the page text, or an error output block;
+* a table wider than the page's text column that does not scroll inside its own box;
+* an image that does not load;
+* a notebook page without its "What this page shows" opening or its computed "Verdict" closing;
+* a request for anything outside the site (the book works offline).
+
+It saves a full-page screenshot of every page to ``_build/screenshots/<page>.png``.
 """
 from __future__ import annotations
 
@@ -26,9 +33,9 @@ SCREENSHOTS = REPO / "_build" / "screenshots"
 pytestmark = pytest.mark.book
 
 #: Pages that must hold at least one table.
-PAGES_WITH_TABLES = ("02_reproduction", "03_ablations", "04_baselines")
-#: Pages photographed (file stem -> screenshot name).
-SCREENSHOT_PAGES = {"method": "method.png", "02_reproduction": "reproduction.png", "05_mnist_prototypes": "mnist.png"}
+PAGES_WITH_TABLES = ("02_reproduction", "03_ablations", "results")
+#: Text that must never appear on a page: paths of the machine that built it.
+ABSOLUTE_PATH = re.compile(r"(?<![\w.:/-])/(?:work|tmp|root|home)/")
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -100,6 +107,18 @@ def test_math_is_served_from_the_book_itself(site):
         assert not remote, f"{page.relative_to(site)} loads remote resources: {remote}"
 
 
+def test_the_book_stylesheet_is_linked(site):
+    """_static/book.css (tables scroll in their own box) is part of every page."""
+    assert (site / "_static" / "book.css").is_file()
+    assert "_static/book.css" in (site / "book" / "results.html").read_text()
+
+
+def test_absolute_path_pattern():
+    assert ABSOLUTE_PATH.search("saved to /work/main/_build/x.csv")
+    assert ABSOLUTE_PATH.search("reading /tmp/pytest-1/book/my_bags.csv")
+    assert not ABSOLUTE_PATH.search("see https://example.org/home/page and outputs/07/my_bags.csv")
+
+
 def _serve(directory: Path):
     handler = functools.partial(_QuietHandler, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -130,8 +149,85 @@ async () => {
 }
 """
 
+# Tables wider than the text column must sit in a box of their own that scrolls sideways.
+_WIDE_TABLES_JS = """
+() => {
+  const column = document.querySelector("article.bd-article") || document.querySelector("main");
+  if (!column) { return ["no article column"]; }
+  const right = column.getBoundingClientRect().right + 1;
+  const bad = [];
+  for (const table of column.querySelectorAll("table")) {
+    const box = table.getBoundingClientRect();
+    if (box.width === 0 || box.right <= right) { continue; }
+    let el = table.parentElement, scrolls = false;
+    while (el && el !== column) {
+      const style = getComputedStyle(el);
+      if ((style.overflowX === "auto" || style.overflowX === "scroll")
+          && el.getBoundingClientRect().right <= right) { scrolls = true; break; }
+      el = el.parentElement;
+    }
+    if (!scrolls) {
+      const head = (table.innerText || "").trim().split("\\n")[0].slice(0, 60);
+      bad.push(`${Math.round(box.width)} px wide, column ends at ${Math.round(right)} px: "${head}"`);
+    }
+  }
+  return bad;
+}
+"""
 
-def test_every_page_renders_in_chromium(site):
+# A notebook page opens with "What this page shows" and closes with a "Verdict" section whose
+# text was computed by a code cell (an output, not prose).
+_SECTIONS_JS = """
+() => {
+  const headings = Array.from(document.querySelectorAll("article h2, main h2"))
+      .map(h => h.innerText.replace(/[#¶]/g, "").trim());
+  const verdict = document.querySelector("section#verdict");
+  const output = verdict ? Array.from(verdict.querySelectorAll(".cell_output"))
+      .map(o => o.innerText.trim()).join(" ") : "";
+  return {headings: headings, verdictOutput: output};
+}
+"""
+
+
+def _page_problems(page, name: str, stem: str) -> list[str]:
+    problems = []
+    h1 = page.locator("main h1, article h1, h1").first
+    if h1.count() == 0 or not h1.inner_text().strip():
+        problems.append("no title (h1)")
+    broken = [i["src"] for i in page.evaluate(_IMAGES_JS) if i["width"] == 0]
+    if broken:
+        problems.append(f"images that did not load: {broken}")
+    if stem in PAGES_WITH_TABLES and page.locator("table").count() == 0:
+        problems.append("no table")
+    if stem == "method" and page.evaluate(_MATH_JS) <= 0:
+        problems.append("MathJax typeset no formula")
+    errors = page.locator(".output.error, .output.traceback, .ename").count()
+    if errors:
+        problems.append(f"{errors} error output block(s)")
+    text = page.locator("body").inner_text()
+    if "Traceback (most recent call last)" in text:
+        problems.append("a traceback is shown on the page")
+    for found in sorted({m.group(0) for m in ABSOLUTE_PATH.finditer(text)}):
+        line = next(ln for ln in text.splitlines() if found in ln)
+        problems.append(f"absolute path {found!r} in the page text: {line.strip()[:160]!r}")
+    for stderr in page.locator(".output.stderr").all_inner_texts():
+        if "Error" in stderr or "Traceback" in stderr:
+            problems.append(f"stderr output reports an error: {stderr[:200]!r}")
+    for wide in page.evaluate(_WIDE_TABLES_JS):
+        problems.append(f"table wider than its column without a scroll box: {wide}")
+    if name.startswith("notebooks/"):
+        sections = page.evaluate(_SECTIONS_JS)
+        headings = sections["headings"]
+        if not headings or headings[0] != "What this page shows":
+            problems.append(f"does not open with 'What this page shows' (first sections: {headings[:2]})")
+        if not headings or headings[-1] != "Verdict":
+            problems.append(f"does not end with a 'Verdict' section (last section: {headings[-1:]})")
+        elif len(sections["verdictOutput"]) < 40:
+            problems.append("its Verdict section shows no computed verdict (no cell output)")
+    return problems
+
+
+def test_every_page_reads_well_in_chromium(site):
     chromium = shutil.which("chromium")
     if chromium is None:
         pytest.skip("Debian's chromium is not installed (make test installs it: apt-get install chromium)")
@@ -139,7 +235,9 @@ def test_every_page_renders_in_chromium(site):
 
     server, _ = _serve(site)
     base = f"http://127.0.0.1:{server.server_address[1]}"
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    if SCREENSHOTS.exists():
+        shutil.rmtree(SCREENSHOTS)
+    SCREENSHOTS.mkdir(parents=True)
     problems: list[str] = []
     outside: list[str] = []
     shots: list[Path] = []
@@ -150,47 +248,19 @@ def test_every_page_renders_in_chromium(site):
             page.on("request", lambda r: outside.append(r.url)
                     if not r.url.startswith((base, "data:", "blob:", "about:")) else None)
             for name in toc_files():
-                url = f"{base}/{name}.html"
                 stem = name.rsplit("/", 1)[-1]
-                response = page.goto(url, wait_until="load")
+                response = page.goto(f"{base}/{name}.html", wait_until="load")
                 if response is None or response.status != 200:
                     problems.append(f"{name}: HTTP {None if response is None else response.status}")
                     continue
-                h1 = page.locator("main h1, article h1, h1").first
-                if h1.count() == 0 or not h1.inner_text().strip():
-                    problems.append(f"{name}: no title (h1)")
-                broken = [i["src"] for i in page.evaluate(_IMAGES_JS) if i["width"] == 0]
-                if broken:
-                    problems.append(f"{name}: images that did not load: {broken}")
-                if stem in PAGES_WITH_TABLES and page.locator("table").count() == 0:
-                    problems.append(f"{name}: no table")
-                if stem == "method":
-                    typeset = page.evaluate(_MATH_JS)
-                    if typeset <= 0:
-                        problems.append(f"{name}: MathJax produced no mjx-container (got {typeset})")
-                errors = page.locator(".output.error, .output.traceback, .ename").count()
-                if errors:
-                    problems.append(f"{name}: {errors} error output block(s)")
-                text = page.locator("body").inner_text()
-                if "Traceback (most recent call last)" in text:
-                    problems.append(f"{name}: a traceback is shown on the page")
-                for stderr in page.locator(".output.stderr").all_inner_texts():
-                    if "Error" in stderr or "Traceback" in stderr:
-                        problems.append(f"{name}: stderr output reports an error: {stderr[:200]!r}")
-                if stem in SCREENSHOT_PAGES:
-                    if stem == "02_reproduction":  # the measured Table 2
-                        tables = page.locator("table")
-                        tables.nth(min(2, tables.count() - 1)).scroll_into_view_if_needed()
-                    elif page.locator(".cell_output img").count():  # the first figure of the page
-                        page.locator(".cell_output img").first.scroll_into_view_if_needed()
-                    path = SCREENSHOTS / SCREENSHOT_PAGES[stem]
-                    page.screenshot(path=str(path), full_page=stem == "method")
-                    shots.append(path)
+                problems += [f"{name}: {p}" for p in _page_problems(page, name, stem)]
+                path = SCREENSHOTS / f"{stem}.png"
+                page.screenshot(path=str(path), full_page=True)
+                shots.append(path)
             browser.close()
     finally:
         server.shutdown()
-    for path in shots:
-        print(f"screenshot: {path}")
+    print(f"\n{len(shots)} full-page screenshots in {SCREENSHOTS.relative_to(REPO)}/")
     assert not problems, "\n".join(problems)
     assert not outside, f"pages requested resources outside the site (the book must work offline): {outside[:10]}"
-    assert len(shots) == len(SCREENSHOT_PAGES)
+    assert len(shots) == len(toc_files())

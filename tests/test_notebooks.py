@@ -1,14 +1,20 @@
 """Every notebook of the book runs top to bottom with small parameters (papermill, kernel python3).
 
-The small parameters are the ones ``tools/build_book.py --quick`` uses (``QUICK_PARAMETERS``),
-so this test and the quick book build exercise the same runs. A cell that raises fails the test
-with papermill's report of the failing cell.
+Each run starts from a fresh temporary folder holding nothing but a copy of the notebook, as a
+notebook opened on Colab after ``pip install``: it may rely on the installed package (its code
+and package data) and the benchmark data, never on files of the repository beside it. The small
+parameters are the ones ``tools/build_book.py --quick`` uses (``QUICK_PARAMETERS``), so this test
+and the quick book build exercise the same runs. A cell that raises fails the test with
+papermill's report of the failing cell. The page convention of the book (an opening "What this
+page shows" section, a closing "Verdict" computed by a code cell) is checked on the source.
 """
 from __future__ import annotations
 
 import ast
 import importlib.util
 import json
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -40,9 +46,29 @@ def _assigned_names(source: str) -> set[str]:
     return {t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)}
 
 
-def test_the_book_has_its_seven_notebooks():
-    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07"]
+def test_the_notebooks_are_numbered_and_have_quick_parameters():
+    assert [int(p.stem[:2]) for p in NOTEBOOKS] == list(range(1, len(NOTEBOOKS) + 1))
+    assert len(NOTEBOOKS) >= 7
     assert set(build_book.QUICK_PARAMETERS) == {p.stem for p in NOTEBOOKS}
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_follows_the_page_convention(notebook):
+    """Opens with a title and "What this page shows"; ends with "## Verdict" and the code that computes it."""
+    cells = json.loads(notebook.read_text())["cells"]
+    assert all(c.get("id") for c in cells), f"{notebook.name}: every cell needs an id"
+    first = "".join(cells[0]["source"]) if cells[0]["cell_type"] == "markdown" else ""
+    assert first.startswith("# "), f"{notebook.name}: the first cell is not a markdown title"
+    assert re.search(r"^## What this page shows\s*$", first, re.M), f"{notebook.name}: no 'What this page shows'"
+    headings = [line for c in cells if c["cell_type"] == "markdown" for line in "".join(c["source"]).splitlines()
+                if line.startswith("## ")]
+    assert headings[-1].strip() == "## Verdict", f"{notebook.name}: the last section is {headings[-1]!r}"
+    verdict_at = max(i for i, c in enumerate(cells)
+                     if c["cell_type"] == "markdown" and "## Verdict" in "".join(c["source"]))
+    code_after = [c for c in cells[verdict_at + 1:] if c["cell_type"] == "code"]
+    assert code_after, f"{notebook.name}: no code cell computes the verdict"
+    assert not any(re.search(r"/(work|tmp|root|home)/", "".join(c["source"])) for c in cells), \
+        f"{notebook.name}: an absolute path in the notebook's source"
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
@@ -59,16 +85,36 @@ def test_notebook_is_committed_clean_with_a_parameters_cell(notebook):
     assert not unknown, f"{notebook.name}: quick parameters {sorted(unknown)} are not in its parameters cell"
 
 
+def _output_text(cell: dict) -> str:
+    parts = []
+    for output in cell.get("outputs", []):
+        parts.append("".join(output.get("text", "")))
+        for mime in ("text/plain", "text/html", "text/markdown"):
+            parts.append("".join(output.get("data", {}).get(mime, "")))
+    return "\n".join(parts)
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs_with_small_parameters(notebook, tmp_path):
+def test_notebook_runs_from_a_fresh_folder_with_small_parameters(notebook, tmp_path):
+    """Copied alone into an empty folder and run there, with the default output folder."""
     pytest.importorskip("papermill")
-    params = build_book.quick_parameters(notebook.stem, tmp_path / "data")
-    out = tmp_path / notebook.name
-    seconds = build_book.run_notebook(notebook, out, params, cwd=notebook.parent)
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    copy = Path(shutil.copy2(notebook, fresh / notebook.name))
+    params = dict(build_book.QUICK_PARAMETERS[notebook.stem])  # no out_dir: the notebook's default
+    out = tmp_path / f"executed_{notebook.name}"
+    seconds = build_book.run_notebook(copy, out, params, cwd=fresh)
     print(f"{notebook.name}: {seconds:.1f} s")
     executed = json.loads(out.read_text())
     errors = [o for c in executed["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors
+    for cell in executed["cells"]:
+        text = _output_text(cell)
+        for root in (str(tmp_path), str(REPO)):
+            assert root not in text, f"{notebook.name}: an output shows the absolute path {root}: {text[:300]!r}"
+    written = [p for p in fresh.rglob("*") if p.is_file() and p != copy]
+    outside = [p for p in written if p.relative_to(fresh).parts[0] != "outputs"]
+    assert not outside, f"{notebook.name} wrote outside outputs/: {outside}"
 
 
 def test_a_notebook_runs_from_the_repository_root(tmp_path):

@@ -14,8 +14,10 @@ Quick build (what the tests run)::
     .venv/bin/python tools/build_book.py --quick --out /tmp/book
 
 runs every notebook once with papermill and the SMALL parameters of :data:`QUICK_PARAMETERS`
-into a temporary copy of the book's sources, then builds that copy with notebook execution
-switched off. The HTML goes to ``<out>/_build/html``.
+(each in a fresh empty working folder, as on Colab) into a temporary copy of the book's sources,
+then builds that copy without running those notebooks again (the MyST-NB pages, such as the
+results page, which read what the notebooks glued, still execute). The HTML goes to
+``<out>/_build/html``.
 
 The exit status is non-zero on any failure.
 """
@@ -33,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 #: The book's sources, relative to the repository root (copied for a quick build).
-BOOK_SOURCES = ("_config.yml", "_toc.yml", "book", "notebooks")
+BOOK_SOURCES = ("_config.yml", "_toc.yml", "_static", "book", "notebooks")
 
 #: Notebook stem -> papermill parameters for a quick run (tests and ``--quick``).
 #: Every notebook also receives ``out_dir`` (a temporary folder) on top of these.
@@ -48,9 +50,10 @@ QUICK_PARAMETERS: dict[str, dict] = {
         "folds": 3,
         "epochs": 3,
     },
-    "05_mnist_prototypes": {"targets": [9], "n_train_bags": 40, "n_test_bags": 20, "epochs": 3},
+    "05_mnist_prototypes": {"targets": [9], "n_train_bags": 40, "n_test_bags": 20, "epochs": 3, "sweep_seeds": [0, 1]},
     "06_mil_unit_tests": {"quick": True, "n_train": 60, "n_test": 60},
     "07_your_own_data": {"n_bags": 60, "repeats": 1, "folds": 3, "epochs": 5},
+    "08_making_prototypes_predictive": {"datasets": ["musk1"], "repeats": 1, "steps": ["paper", "+ rates"]},
 }
 
 #: Per-notebook time limit (seconds) for a quick papermill run.
@@ -135,12 +138,18 @@ def copy_sources(dest: Path) -> None:
             shutil.copy2(src, dest / name)
 
 
-def set_execution_off(config: Path) -> None:
-    """Switch notebook execution off in a copied ``_config.yml``."""
+def set_quick_execution(config: Path) -> None:
+    """In a copied ``_config.yml``, keep the (papermill-executed) ``.ipynb`` pages as they are.
+
+    MyST-NB pages (``.md`` notebooks such as the results page) are still executed: they are
+    quick, and they read the values the notebooks glued.
+    """
     import yaml
 
     data = yaml.safe_load(config.read_text())
-    data.setdefault("execute", {})["execute_notebooks"] = "off"
+    execute = data.setdefault("execute", {})
+    execute["execute_notebooks"] = "force"
+    execute["exclude_patterns"] = ["*.ipynb"]
     config.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
@@ -159,16 +168,19 @@ def quick_build(out: Path, keep_sources: bool = False) -> Path:
         for nb in notebook_paths(REPO):
             params = quick_parameters(nb.stem, data_dir)
             dst = work / "notebooks" / nb.name
+            fresh = Path(tempfile.mkdtemp(prefix=f"{nb.stem}-", dir=str(out)))  # no repository beside it
             try:
-                seconds = run_notebook(nb, dst, params, cwd=nb.parent)
+                seconds = run_notebook(nb, dst, params, cwd=fresh)
                 print(f"[papermill] {nb.name}: ok in {seconds:.1f} s", flush=True)
             except Exception as exc:  # papermill raises PapermillExecutionError with the traceback
                 print(f"[papermill] {nb.name}: FAILED\n{exc}", flush=True)
                 failures.append(nb.name)
+            finally:
+                shutil.rmtree(fresh, ignore_errors=True)
         if failures:
             raise RuntimeError(f"notebook(s) failed under papermill: {', '.join(failures)}")
         shutil.rmtree(data_dir, ignore_errors=True)
-        set_execution_off(work / "_config.yml")
+        set_quick_execution(work / "_config.yml")
         return checked_build(work, out=out)
     finally:
         if not keep_sources:
