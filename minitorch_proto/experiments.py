@@ -42,6 +42,17 @@ digits and a useful test AUC within about a minute on two CPU cores (one fit: 15
   ``lambda_d=0.01`` learns something (AUC 0.69, 0.81, 0.73 on seeds 11-13) with unreadable
   prototypes. Two min-distance templates in pixel space are a weak detector of a 5.
 
+Update (issue 13): the k-means++ start above found the target in only about half of the runs.
+The defaults now start from real training digits chosen on the training bags
+(``init="discriminative"``, :func:`discriminative_prototypes`: the digit of a positive
+training bag whose closeness best separates positive from negative training bags, then the best
+one unlike it) and move them slowly (``lr_prototypes=1e-3``, 50 epochs), so the evidence
+prototype stays a picture of a real digit. Probes on seeds 0-5: target 9 gave an evidence
+prototype whose 8 nearest training digits were all 9s in 6 of 6 runs (test AUC 0.82-0.86);
+target 5 gave all-5 neighbours in 3 of 3 runs at ``lr_prototypes=1e-3`` (test AUC 0.73-0.75),
+while at 3e-3 and 100 epochs 3 of 4 prototypes drifted to thin "1"s. Those probes looked at
+test AUCs of seeds that the sweep of notebook 05 reports again: say so when quoting the sweep.
+
 Every default can be overridden through ``**clf_kwargs`` (for instance ``init="normal",
 standardization="feature", layer_norm=True`` for the paper-faithful model).
 """
@@ -81,9 +92,9 @@ __all__ = [
 #: Estimator settings of :func:`run_mnist_experiment` (see the module docstring for why).
 MNIST_DEFAULTS: dict[str, Any] = {
     "standardization": "none",
-    "init": "kmeans++",
+    "init": "discriminative",
     "layer_norm": False,
-    "lr_prototypes": 3e-3,
+    "lr_prototypes": 1e-3,
     "lr_classifier": 0.1,
     "batch_size": 8,
     "lambda_d": 0.1,
@@ -139,7 +150,7 @@ def run_mnist_experiment(
     target: int = 9,
     n_prototypes: int = 2,
     pooling: Sequence[str] = ("min",),
-    epochs: int = 200,
+    epochs: int = 50,
     n_train_bags: int = 300,
     n_test_bags: int = 100,
     random_state: int = 0,
