@@ -24,8 +24,12 @@ def _add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
         src = p.add_mutually_exclusive_group(required=True)
         src.add_argument("--dataset", help="benchmark name: musk1, musk2, fox, tiger, elephant")
         src.add_argument("--csv", help="your own CSV: one row per instance, with a bag column and a label column")
-        p.add_argument("--bag-col", default="bag", help="bag-id column of --csv (default: bag)")
-        p.add_argument("--label-col", default="label", help="label column of --csv (default: label)")
+        src.add_argument("--bags-dir", help="folder of per-bag feature files (<bag>.npy, .pt, or .h5 with a 'features' "
+                         "dataset), read lazily; bag ids and labels from --labels")
+        p.add_argument("--labels", default=None, help="CSV of bag ids and labels for --bags-dir "
+                       "(default: DIR/labels.csv)")
+        p.add_argument("--bag-col", default="bag", help="bag-id column of --csv or --labels (default: bag)")
+        p.add_argument("--label-col", default="label", help="label column of --csv or --labels (default: label)")
     p.add_argument("--data-dir", default=None,
                    help="folder holding the benchmark files (default: $MINITORCH_PROTO_DATA, else the user cache)")
     p.add_argument("--no-download", action="store_true", help="never download; fail if the files are not local")
@@ -38,6 +42,8 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--pooling", default=None, help="comma-separated subset of min,mean,max (min)")
     g.add_argument("--no-layer-norm", action="store_true", help="switch off per-bag layer normalisation")
     g.add_argument("--epochs", type=int, default=None, help="epochs (100)")
+    g.add_argument("--batch-size", type=int, default=None,
+                   help="bags per step (1); under torchrun the global minibatch, split across the processes")
     g.add_argument("--lr-prototypes", type=float, default=None)
     g.add_argument("--lr-classifier", type=float, default=None)
     g.add_argument("--lambda-w", type=float, default=None)
@@ -57,6 +63,11 @@ def _load(args):
 
     if getattr(args, "csv", None):
         return load_bags_csv(args.csv, bag_col=args.bag_col, label_col=args.label_col)
+    if getattr(args, "bags_dir", None):
+        from .data.disk import DiskBagDataset
+
+        labels = args.labels or Path(args.bags_dir) / "labels.csv"
+        return DiskBagDataset(args.bags_dir, labels, bag_col=args.bag_col, label_col=args.label_col)
     return load_benchmark(args.dataset, data_dir=args.data_dir, download=not args.no_download)
 
 
@@ -84,6 +95,7 @@ def _configs(args, dataset_name: str, compat: str | None = None):
         m_over["layer_norm"] = False
     t_over = {k: v for k, v in dict(
         epochs=getattr(args, "epochs", None),
+        batch_size=getattr(args, "batch_size", None),
         lr_prototypes=getattr(args, "lr_prototypes", None),
         lr_classifier=getattr(args, "lr_classifier", None),
     ).items() if v is not None}
@@ -103,6 +115,8 @@ def _estimator_from(args, dataset_name: str):
         **{k: v for k, v in mconf.to_dict().items() if k != "layer_norm_eps"},
         **{k: v for k, v in tconf.to_dict().items() if k not in ("betas", "eps")},
         standardization=std, device=args.device, backend=args.backend, random_state=args.seed, verbose=True,
+        **({"chunk_size": args.chunk_size} if getattr(args, "chunk_size", None) else {}),
+        autocast=None if getattr(args, "autocast", "none") == "none" else args.autocast,
     )
 
 
@@ -243,10 +257,27 @@ def cmd_cv(args) -> int:
 
 
 def cmd_train(args) -> int:
-    data = _load(args)
-    clf = _estimator_from(args, data.name).fit(data.bags, data.y)
-    path = clf.save(args.out)
-    print(f"trained on {data.n_bags} bags ({data.name}); training accuracy {clf.score(data.bags, data.y):.3f}; "
+    from .training.distributed import init_distributed
+
+    # Under torchrun (WORLD_SIZE > 1) every process joins the group and trains on its share of each minibatch.
+    rank, world = init_distributed(args.device)
+    try:
+        data = _load(args)
+        clf = _estimator_from(args, data.name)
+        if world > 1 or args.stream:
+            clf.fit_streaming(data.bags, data.y)
+        else:
+            clf.fit(data.bags, data.y)
+        if rank != 0:
+            return 0  # every process holds the same model: one writes it
+        path = clf.save(args.out)
+    finally:
+        if world > 1:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+    procs = f" with {world} processes" if world > 1 else ""
+    print(f"trained on {data.n_bags} bags ({data.name}){procs}; training accuracy {clf.score(data.bags, data.y):.3f}; "
           f"saved to {path}")
     return 0
 
@@ -322,6 +353,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_args(p)
     _add_model_args(p)
     p.add_argument("--out", required=True, help="checkpoint path, e.g. model.pt")
+    g = p.add_argument_group("large collections")
+    g.add_argument("--stream", action="store_true",
+                   help="train with the streaming trainer: bags read when needed, in bounded memory "
+                   "(always on under torchrun --nproc_per_node N -m minitorch_proto train ...)")
+    g.add_argument("--chunk-size", type=int, default=None,
+                   help="instances compared with the prototypes at a time (65536): bounds peak memory")
+    g.add_argument("--autocast", default="none", choices=["none", "bf16"],
+                   help="bf16 autocast for the distance products (tensor engine or --stream)")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("predict", help="predict bags with a saved model")

@@ -68,8 +68,11 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     verbose : bool, default=False
         Show a progress bar over epochs.
     chunk_size : int, default=65536
-        Instances processed at a time when predicting, so memory stays bounded
-        however large the bags.
+        Instances processed at a time when predicting (and when training with
+        :meth:`fit_streaming`), so memory stays bounded however large the bags.
+    autocast : {None, "bf16"}, default=None
+        Compute the instance-prototype matrix products under bf16 autocast while
+        training (tensor engine or :meth:`fit_streaming`; CPU or CUDA).
 
     Attributes
     ----------
@@ -117,6 +120,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         n_seeds: int = 1,
         verbose: bool = False,
         chunk_size: int = 65_536,
+        autocast: str | None = None,
     ) -> None:
         self.n_prototypes = n_prototypes
         self.distance = distance
@@ -145,6 +149,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         self.n_seeds = n_seeds
         self.verbose = verbose
         self.chunk_size = chunk_size
+        self.autocast = autocast
 
     # ------------------------------------------------------------ configs
     def model_config(self) -> PrototypeMILConfig:
@@ -195,7 +200,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
         Returns fitted clones with ``random_state`` set to each seed; each equals
         ``clone(self).set_params(random_state=seed).fit(bags, y)``, but training
-        them together costs little more than training one (see ``batched``).
+        them together costs little more than training one (see :mod:`minitorch_proto.training.batched`).
         """
         seeds = [int(s) for s in seeds]
         if not seeds:
@@ -222,7 +227,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         fit = train_batched(
             bags, y_enc, [np.arange(len(bags))] * len(seeds), seeds, mconf, tconf, n_classes=len(classes),
             standardization=self.standardization, device=resolve_device(self.device), progress=self.verbose,
-            on_epoch_end=hook, backend=self.backend,
+            on_epoch_end=hook, backend=self.backend, autocast=self.autocast,
         )
         for t, est in enumerate(targets):
             est.models_ = [fit.module(t * k + j).eval() for j in range(k)]
@@ -257,6 +262,37 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         models = getattr(self, "models_", None)
         return [self.member(j) for j in range(len(models))] if models and len(models) > 1 else None
 
+    def fit_streaming(self, bags, y, *, dtype: torch.dtype = torch.float32) -> "PrototypeMILClassifier":
+        """Fit reading the bags lazily, in bounded memory, in one process or data-parallel under torchrun.
+
+        Same model and training semantics as :meth:`fit` (the reference trainer's),
+        run by :func:`~minitorch_proto.training.distributed.train_streaming`: each bag
+        is read when its minibatch comes up, ``chunk_size`` instances at a time, and
+        the standardisation is fitted in one streaming pass. Inside an initialised
+        ``torch.distributed`` process group (``torchrun``) each process takes its
+        share of every global minibatch of ``batch_size`` bags and all end with the
+        same model. ``bags`` may be a list of arrays or a
+        :class:`~minitorch_proto.data.disk.DiskBagDataset`. Only ``init="normal"``
+        is supported. In float32 the result agrees with :meth:`fit` to rounding (the
+        engines sum in different orders); in float64 to about 1e-12.
+        """
+        from .training.distributed import train_streaming
+
+        mconf, tconf = self.model_config(), self.train_config()
+        if not hasattr(bags, "rows"):
+            bags = check_bags(bags)  # a lazy dataset checks its files itself, as it reads them
+        y_enc, classes = check_labels(y, len(bags))
+        seed = int(self.random_state) if self.random_state is not None else 0
+        fit = train_streaming(
+            bags, y_enc, mconf, tconf, seed=seed, n_classes=len(classes), standardization=self.standardization,
+            chunk_size=int(self.chunk_size), dtype=dtype, device=resolve_device(self.device), autocast=self.autocast,
+            progress=self.verbose,
+        )
+        self.classes_, self.n_features_in_, self.standardizer_ = classes, fit.model.n_features, fit.standardizer
+        self.history_ = fit.history
+        self.model_ = fit.model.float().eval()
+        return self
+
     # ---------------------------------------------------------- predict
     def _check_fitted(self) -> None:
         if not hasattr(self, "model_"):
@@ -265,14 +301,32 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             raise NotFittedError("This PrototypeMILClassifier is not fitted yet; call fit(bags, y) first.")
 
     def _features(self, bags) -> torch.Tensor:
-        """Normalised features of bags, computed chunk by chunk (bounded memory)."""
+        """Normalised features of bags, computed chunk by chunk (bounded memory).
+
+        A lazy collection (with ``rows`` and ``sizes``, such as
+        :class:`~minitorch_proto.data.disk.DiskBagDataset`) is read a group of bags
+        of about ``chunk_size`` instances at a time, so it is never all in memory.
+        """
         self._check_fitted()
-        bags = check_bags(bags, self.n_features_in_)
+        if hasattr(bags, "rows") and hasattr(bags, "sizes"):
+            ends = np.cumsum(np.asarray(bags.sizes))
+            cuts, start = [0], 0
+            for i, end in enumerate(ends):
+                if end - start > self.chunk_size and i > cuts[-1]:
+                    cuts.append(i)
+                    start = ends[i - 1]
+            cuts.append(len(bags))
+            phi = torch.cat([self._pooled(check_bags(bags[a:b], self.n_features_in_))
+                             for a, b in zip(cuts[:-1], cuts[1:])])
+        else:
+            phi = self._pooled(check_bags(bags, self.n_features_in_))
+        return normalize_features(phi, self.model_.config)
+
+    def _pooled(self, bags: list[np.ndarray]) -> torch.Tensor:
         std = self.standardizer_.transform(bags)
         sizes = np.array([len(b) for b in std])
         bag_index = np.repeat(np.arange(len(std)), sizes)
-        phi, _ = self.model_.pooled_chunked(np.concatenate(std), bag_index, len(std), self.chunk_size)
-        return normalize_features(phi, self.model_.config)
+        return self.model_.pooled_chunked(np.concatenate(std), bag_index, len(std), self.chunk_size)[0]
 
     def _logits(self, bags) -> torch.Tensor:
         with torch.no_grad():

@@ -146,6 +146,7 @@ class Setup:
     means: torch.Tensor
     scales: torch.Tensor
     standardizers: list[BagStandardizer]
+    autocast: torch.dtype | None = None  # reduced-precision distance products (tensor engine only)
 
     @property
     def n_models(self) -> int:

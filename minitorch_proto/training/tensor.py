@@ -86,6 +86,7 @@ class _Stack:
                 self.table[m] = ((pool.instances - means[m]) / scales[m]).to(dtype)
         c = config
         self._min_euclidean = c.pooling == ("min",) and c.distance == "euclidean" and c.distance_penalty == "min"
+        self.autocast_dtype: torch.dtype | None = None
 
     def pooled(self, slot_model: np.ndarray, slot_bag: np.ndarray):
         """Pooled features (S, F) and penalised distances (S, D') of each slot."""
@@ -99,11 +100,17 @@ class _Stack:
             else:
                 X = self.pool.instances[rows]
                 X = ((X - self.means[mt].unsqueeze(1)) / self.scales[mt].unsqueeze(1)).to(self.dtype)
+            # Under autocast only the matrix products drop to bf16 (autocast's op lists);
+            # norms, clamping, square roots and the pooled values stay in self.dtype.
+            with torch.autocast(self.pool.device.type, dtype=self.autocast_dtype or torch.bfloat16,
+                                enabled=self.autocast_dtype is not None):
+                if self._min_euclidean:
+                    phi = _MinEuclidean.apply(X, self.P[mt], mask).to(self.dtype)
+                else:
+                    dist = pairwise_distance(X, self.P[mt], self.config.distance).to(self.dtype)
             if self._min_euclidean:
-                phi = _MinEuclidean.apply(X, self.P[mt], mask)
                 pen = phi
             else:
-                dist = pairwise_distance(X, self.P[mt], self.config.distance)
                 phi, pen = pooled_from_distances(
                     dist, lambda d, how: _masked_pool(d, mask, gsizes, how), self.config
                 )
@@ -170,6 +177,7 @@ def fit_tensor(s: Setup) -> BatchedFit:
         b = torch.stack([mod.bias.detach() for mod in modules]).to(dev, dtype).requires_grad_(True)
     params = [P, W] + ([b] if b is not None else [])
     stack = _Stack(P, W, b, model_config, s.pool, s.means, s.scales, dtype, s.table_limit_bytes)
+    stack.autocast_dtype = s.autocast
     lr_p, lr_w = (torch.as_tensor(v, dtype=dtype, device=dev) for v in s.learning_rates())
     lrs = [lr_p, lr_w] + ([lr_w] if b is not None else [])
     exp_avg = [torch.zeros_like(p) for p in params]

@@ -1,0 +1,401 @@
+"""Bags stored one file per bag, read lazily.
+
+Whole-slide pathology pipelines write the pre-extracted instance features of each
+slide to its own file: ``.h5`` with a ``features`` dataset, or a ``.pt``/``.npy``
+array of shape (n_instances, n_features). :class:`DiskBagDataset` turns such a
+folder plus a CSV of bag ids and labels into a sequence of bags that the
+estimator, the cross-validation runner and the CLI accept like a list of arrays,
+without holding the collection in memory: ``.npy`` files are memory-mapped,
+``.pt`` files are loaded with ``mmap=True`` and ``.h5`` datasets are sliced, so a
+bag (or a range of its rows, :meth:`DiskBagDataset.rows`) is read only when asked for.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+
+__all__ = ["DiskBagDataset", "FEATURE_SUFFIXES", "write_bag_folder"]
+
+FEATURE_SUFFIXES = (".npy", ".pt", ".h5", ".hdf5")
+
+
+@dataclass(frozen=True)
+class _BagFile:
+    """Where one bag lives and the shape its header declares."""
+
+    path: Path
+    n_instances: int
+    n_features: int
+
+
+def _load_pt(path: Path, key: str):
+    import torch
+
+    try:
+        # mmap keeps the storage on disk until rows are touched (zip-format files only).
+        obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except RuntimeError:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    if isinstance(obj, dict):
+        if key not in obj:
+            raise ValueError(f"{path}: the saved dict has no {key!r} entry (keys: {sorted(map(str, obj))}).")
+        obj = obj[key]
+    if not isinstance(obj, torch.Tensor):
+        raise ValueError(f"{path}: expected a tensor or a dict with a {key!r} tensor, got {type(obj).__name__}.")
+    return obj
+
+
+def _open_array(path: Path, key: str):
+    """An array-like (supports ``.shape``, ``.dtype`` and row slicing) over the file's features.
+
+    For ``.h5`` the caller must close the returned file handle (second value).
+    """
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        try:
+            return np.load(path, mmap_mode="r", allow_pickle=False), None
+        except ValueError as exc:
+            raise ValueError(f"{path}: not a plain numeric .npy array ({exc}).") from exc
+    if suffix == ".pt":
+        return _load_pt(path, key), None
+    import h5py
+
+    handle = h5py.File(path, "r")
+    if key not in handle:
+        handle.close()
+        raise ValueError(f"{path}: no {key!r} dataset in the HDF5 file.")
+    return handle[key], handle
+
+
+def _as_numpy(rows) -> np.ndarray:
+    """Rows read from any of the three formats as a NumPy array (bf16/fp16 tensors widened)."""
+    if hasattr(rows, "detach"):
+        import torch
+
+        rows = rows.detach()
+        if rows.dtype in (torch.bfloat16, torch.float16):
+            rows = rows.float()
+        return rows.numpy()
+    return np.asarray(rows)
+
+
+def _kind_ok(dtype) -> bool:
+    name = str(dtype).replace("torch.", "")
+    try:
+        return np.dtype(name).kind in "fiu"
+    except TypeError:
+        return name in ("bfloat16",)
+
+
+class DiskBagDataset(Sequence):
+    """A folder of per-bag feature files plus a CSV of bag ids and labels.
+
+    Parameters
+    ----------
+    root : path
+        Folder holding ``<bag id>.npy``, ``<bag id>.pt`` or ``<bag id>.h5`` files,
+        each of shape (n_instances, n_features) (a 1-D array is one instance).
+    labels : path
+        CSV with one row per bag: a bag-id column and, for training, a label column.
+        Only the bags it lists are used, in its order.
+    bag_col, label_col : str
+        Column names in ``labels`` (the CLI's ``--bag-col``/``--label-col``).
+    key : str
+        Dataset name inside ``.h5`` files, or dict key inside ``.pt`` files.
+    check_finite : bool
+        Check every row read for NaN and infinity (the error names the file).
+    name : str, optional
+        Short name for messages and reports (default: the folder's name).
+
+    Attributes
+    ----------
+    y : ndarray or None
+        Labels in CSV order (None when the CSV has no label column).
+    bag_ids : ndarray of str
+    sizes : ndarray of int64
+        Instances per bag, from the file headers.
+    n_features : int
+
+    Notes
+    -----
+    Construction reads only the file headers: it checks that every listed bag has
+    exactly one feature file, that each holds a non-empty 2-D numeric array, and
+    that all agree on the number of features. Values are checked for NaN as they
+    are read. ``dataset[i]`` returns bag ``i`` as an array (a read-only memory map
+    for ``.npy``); ``dataset[a:b]`` or ``dataset[[i, j]]`` a subset dataset.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        labels: str | os.PathLike,
+        *,
+        bag_col: str = "bag",
+        label_col: str = "label",
+        key: str = "features",
+        check_finite: bool = True,
+        name: str | None = None,
+    ) -> None:
+        import pandas as pd
+
+        root, labels = Path(root), Path(labels)
+        if not root.is_dir():
+            raise FileNotFoundError(f"Bag folder {root} does not exist or is not a folder.")
+        if not labels.is_file():
+            raise FileNotFoundError(f"Labels file {labels} does not exist.")
+        try:
+            table = pd.read_csv(labels, dtype={bag_col: str})
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{labels}: not a readable CSV ({exc}).") from exc
+        if bag_col not in table.columns:
+            raise ValueError(f"{labels}: no bag-id column {bag_col!r} (columns: {list(table.columns)}).")
+        if len(table) == 0:
+            raise ValueError(f"{labels}: lists no bags.")
+        ids = table[bag_col]
+        if ids.isna().any():
+            raise ValueError(f"{labels}: row {int(np.flatnonzero(ids.isna())[0]) + 2} has no bag id.")
+        dup = ids[ids.duplicated()]
+        if len(dup):
+            raise ValueError(f"{labels}: bag id {dup.iloc[0]!r} is listed twice.")
+        y = None
+        if label_col in table.columns:
+            lab = table[label_col]
+            if lab.isna().any():
+                bad = int(np.flatnonzero(lab.isna())[0])
+                raise ValueError(f"{labels}: bag {ids.iloc[bad]!r} (row {bad + 2}) has no label.")
+            y = lab.to_numpy()
+        self.root, self.labels_path, self.key = root, labels, key
+        self.check_finite = bool(check_finite)
+        self.name = name or root.name
+        self.bag_ids = ids.astype(str).to_numpy()
+        self.y = y
+        self._files = [self._inspect(str(b)) for b in self.bag_ids]
+        widths = {f.n_features for f in self._files}
+        if len(widths) > 1:
+            first = self._files[0]
+            odd = next(f for f in self._files if f.n_features != first.n_features)
+            raise ValueError(
+                f"{odd.path} has {odd.n_features} features but {first.path} has {first.n_features}: "
+                "every bag needs the same number."
+            )
+
+    @classmethod
+    def _from_parts(cls, parent: "DiskBagDataset", index: np.ndarray) -> "DiskBagDataset":
+        sub = cls.__new__(cls)
+        sub.__dict__.update(parent.__dict__)
+        sub.bag_ids = parent.bag_ids[index]
+        sub.y = None if parent.y is None else parent.y[index]
+        sub._files = [parent._files[i] for i in index]
+        return sub
+
+    def _inspect(self, bag_id: str) -> _BagFile:
+        found = [self.root / f"{bag_id}{s}" for s in FEATURE_SUFFIXES if (self.root / f"{bag_id}{s}").is_file()]
+        if not found:
+            tried = ", ".join(f"{bag_id}{s}" for s in FEATURE_SUFFIXES)
+            raise FileNotFoundError(f"No feature file for bag {bag_id!r} in {self.root} (looked for {tried}).")
+        if len(found) > 1:
+            raise ValueError(f"Bag {bag_id!r} has several feature files ({', '.join(p.name for p in found)}): keep one.")
+        path = found[0]
+        try:
+            arr, handle = _open_array(path, self.key)
+        except (OSError, EOFError) as exc:
+            raise ValueError(f"{path}: could not be read ({exc}).") from exc
+        try:
+            shape, dtype = tuple(arr.shape), arr.dtype
+        finally:
+            if handle is not None:
+                handle.close()
+        if not _kind_ok(dtype):
+            raise ValueError(f"{path}: features must be numeric, got dtype {dtype}.")
+        if len(shape) == 1:
+            shape = (1, shape[0])
+        if len(shape) != 2:
+            raise ValueError(f"{path}: features must be 2-D (instances x features); got shape {shape}.")
+        if shape[0] == 0:
+            raise ValueError(f"{path}: the bag is empty; every bag needs at least one instance.")
+        if shape[1] == 0:
+            raise ValueError(f"{path}: the bag has no features.")
+        return _BagFile(path, int(shape[0]), int(shape[1]))
+
+    # ------------------------------------------------------------ sequence
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def __getitem__(self, index):
+        if isinstance(index, (int, np.integer)):
+            i = int(index)
+            if not -len(self) <= i < len(self):
+                raise IndexError(f"bag index {i} out of range for {len(self)} bags.")
+            i %= len(self)
+            return self.rows(i, 0, self._files[i].n_instances)
+        if isinstance(index, slice):
+            return self.subset(np.arange(len(self))[index])
+        return self.subset(index)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"DiskBagDataset({str(self.root)!r}, {len(self)} bags, {int(self.sizes.sum())} instances, " \
+               f"{self.n_features} features)"
+
+    def subset(self, indices) -> "DiskBagDataset":
+        """The bags at ``indices`` (positions, or a boolean mask) as a dataset of the same files."""
+        idx = np.asarray(indices)
+        if idx.dtype == bool:
+            idx = np.flatnonzero(idx)
+        idx = idx.astype(np.int64).reshape(-1)
+        if len(idx) and (idx.min() < -len(self) or idx.max() >= len(self)):
+            raise IndexError(f"bag indices out of range for {len(self)} bags.")
+        return self._from_parts(self, idx % max(len(self), 1))
+
+    # ------------------------------------------------------------- reading
+    def rows(self, i: int, start: int, stop: int) -> np.ndarray:
+        """Instances ``start:stop`` of bag ``i`` (only those are read from disk).
+
+        ``.npy`` rows come back as a read-only memory map; cast or copy before writing.
+        """
+        f = self._files[i]
+        arr, handle = _open_array(f.path, self.key)
+        try:
+            if len(arr.shape) == 1:
+                out = _as_numpy(arr[:]).reshape(1, -1)[start:stop]
+            else:
+                out = _as_numpy(arr[start:stop])
+        finally:
+            if handle is not None:
+                handle.close()
+        if self.check_finite and out.dtype.kind == "f" and not np.isfinite(out).all():
+            bad = np.argwhere(~np.isfinite(out))[0]
+            raise ValueError(
+                f"{f.path} contains NaN or infinite values (first at instance {int(bad[0]) + start}, "
+                f"feature {int(bad[1])})."
+            )
+        return out
+
+    def chunks(self, i: int, chunk_size: int) -> Iterator[tuple[int, np.ndarray]]:
+        """``(start, rows)`` pieces of bag ``i``, ``chunk_size`` instances at a time."""
+        n = self._files[i].n_instances
+        for start in range(0, n, int(chunk_size)):
+            yield start, self.rows(i, start, min(start + int(chunk_size), n))
+
+    # ------------------------------------------------------------- metadata
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.array([f.n_instances for f in self._files], dtype=np.int64)
+
+    @property
+    def n_features(self) -> int:
+        return self._files[0].n_features if self._files else 0
+
+    @property
+    def paths(self) -> list[Path]:
+        return [f.path for f in self._files]
+
+    # The CLI and report helpers treat a data set as an object with .bags, .n_bags and .source.
+    @property
+    def bags(self) -> "DiskBagDataset":
+        return self
+
+    @property
+    def n_bags(self) -> int:
+        return len(self)
+
+    @property
+    def source(self) -> str:
+        return str(self.root)
+
+    def summary(self) -> dict:
+        """Counts in the shape of ``BagDataset.summary`` (bags, instances, features, sizes)."""
+        s = self.sizes
+        out = {"name": self.name, "bags": len(self), "instances": int(s.sum()), "features": self.n_features,
+               "min_bag": int(s.min()), "median_bag": float(np.median(s)), "max_bag": int(s.max())}
+        if self.y is not None:
+            values, counts = np.unique(self.y, return_counts=True)
+            out["classes"] = {str(v): int(c) for v, c in zip(values, counts)}
+        return out
+
+    def to_memory(self, dtype=np.float64) -> list[np.ndarray]:
+        """Every bag as an in-memory array (only for collections that fit in memory)."""
+        return [np.array(self[i], dtype=dtype) for i in range(len(self))]
+
+
+def _atomic_write(path: Path, write) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}", suffix=".part")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_bag_folder(
+    root: str | os.PathLike,
+    bags: Sequence[np.ndarray],
+    y: Sequence | None,
+    bag_ids: Sequence | None = None,
+    *,
+    fmt: str = "npy",
+    labels_name: str = "labels.csv",
+    bag_col: str = "bag",
+    label_col: str = "label",
+    key: str = "features",
+    dtype=np.float32,
+) -> Path:
+    """Write bags one file per bag plus a labels CSV; return the CSV's path.
+
+    Each file is written under a temporary name and renamed, and the CSV is written
+    last, so an interrupted call never leaves a labels file pointing at half-written bags.
+
+    Parameters
+    ----------
+    fmt : {"npy", "pt", "h5"}
+        File type (``.pt`` holds a tensor; ``.h5`` a ``key`` dataset).
+    dtype : numpy dtype
+        Stored dtype (float32, as slide-processing tools write).
+    """
+    import pandas as pd
+
+    if fmt not in ("npy", "pt", "h5"):
+        raise ValueError(f"fmt must be 'npy', 'pt' or 'h5', got {fmt!r}.")
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    ids = [str(b) for b in (bag_ids if bag_ids is not None else range(len(bags)))]
+    if len(ids) != len(bags):
+        raise ValueError(f"Got {len(bags)} bags but {len(ids)} bag ids.")
+    for bag_id, bag in zip(ids, bags):
+        arr = np.ascontiguousarray(np.asarray(bag, dtype=dtype))
+        path = root / f"{bag_id}.{fmt}"
+        if fmt == "npy":
+            # np.save appends .npy to names without it: give it an open file instead.
+            def write(tmp, arr=arr):
+                with open(tmp, "wb") as fh:
+                    np.save(fh, arr)
+        elif fmt == "pt":
+            import torch
+
+            def write(tmp, arr=arr):
+                torch.save(torch.from_numpy(arr), tmp)
+        else:
+            import h5py
+
+            def write(tmp, arr=arr):
+                with h5py.File(tmp, "w") as fh:
+                    fh.create_dataset(key, data=arr)
+        _atomic_write(path, write)
+    table = {bag_col: ids}
+    if y is not None:
+        if len(y) != len(ids):
+            raise ValueError(f"Got {len(ids)} bags but {len(y)} labels.")
+        table[label_col] = list(y)
+    labels = root / labels_name
+    _atomic_write(labels, lambda tmp: pd.DataFrame(table).to_csv(tmp, index=False))
+    return labels

@@ -1,0 +1,154 @@
+"""Bags from disk: one file per bag (.npy, .pt, .h5) plus a labels CSV, equal to the same bags in memory."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from minitorch_proto.cli import main
+from minitorch_proto.data.disk import DiskBagDataset, write_bag_folder
+from minitorch_proto.estimator import PrototypeMILClassifier
+from minitorch_proto.preprocessing import BagStandardizer
+
+from .conftest import make_concept_bags
+
+FORMATS = ["npy", "pt", "h5"]
+
+
+def _float32(bags):
+    # Files store float32, as slide-processing tools write; the in-memory twin holds the same values.
+    return [np.asarray(b, dtype=np.float32).astype(np.float64) for b in bags]
+
+
+@pytest.fixture
+def problem():
+    bags, y = make_concept_bags(n_bags=16, n_features=5, seed=3, min_size=1, max_size=9)
+    return _float32(bags), y
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_disk_dataset_reads_what_was_written(tmp_path, problem, fmt):
+    bags, y = problem
+    ids = [f"slide_{i:02d}" for i in range(len(bags))]
+    labels = write_bag_folder(tmp_path, bags, y, ids, fmt=fmt)
+    data = DiskBagDataset(tmp_path, labels)
+    assert len(data) == len(bags) and data.n_features == 5
+    np.testing.assert_array_equal(data.y, y)
+    np.testing.assert_array_equal(data.bag_ids, ids)
+    np.testing.assert_array_equal(data.sizes, [len(b) for b in bags])
+    for i in (0, 7, len(bags) - 1):
+        np.testing.assert_array_equal(np.asarray(data[i], dtype=np.float64), bags[i])
+        np.testing.assert_array_equal(data.rows(i, 1, 3), bags[i][1:3].astype(np.float32))
+    sub = data[[3, 1]]
+    assert list(sub.bag_ids) == [ids[3], ids[1]] and list(sub.y) == [y[3], y[1]]
+    np.testing.assert_array_equal(np.asarray(sub[0], dtype=np.float64), bags[3])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_estimator_on_disk_equals_in_memory(tmp_path, problem, fmt, one_torch_thread):
+    bags, y = problem
+    data = DiskBagDataset(tmp_path, write_bag_folder(tmp_path, bags, y, fmt=fmt))
+    params = dict(n_prototypes=3, epochs=3, lr_prototypes=1e-2, lr_classifier=1e-2, device="cpu", random_state=4)
+    on_disk = PrototypeMILClassifier(**params).fit(data, data.y)
+    in_memory = PrototypeMILClassifier(**params).fit(bags, y)
+    for name, value in in_memory.model_.state_dict().items():
+        torch.testing.assert_close(on_disk.model_.state_dict()[name], value, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(on_disk.predict_proba(data), in_memory.predict_proba(bags), rtol=1e-6, atol=1e-9)
+
+
+def test_streaming_standardiser_equals_the_concatenated_fit(problem):
+    bags, _ = problem
+    whole = BagStandardizer("feature").fit(bags)
+    streamed = BagStandardizer("feature")
+    for bag in bags:
+        for start in range(0, len(bag), 2):  # pieces smaller than a bag, as chunked reads give
+            streamed.partial_fit(bag[start : start + 2])
+    np.testing.assert_allclose(streamed.mean_, whole.mean_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(streamed.scale_, whole.scale_, rtol=1e-12)
+    halves = [BagStandardizer("feature"), BagStandardizer("feature")]
+    for i, bag in enumerate(bags):
+        halves[i % 2].partial_fit(bag)
+    merged = BagStandardizer("feature").merge(halves[0]).merge(halves[1])
+    np.testing.assert_allclose(merged.mean_, whole.mean_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(merged.scale_, whole.scale_, rtol=1e-12)
+
+
+def test_cross_validation_on_disk_equals_in_memory(tmp_path, problem, one_torch_thread):
+    from minitorch_proto.evaluation.cv import cross_validate_prototype, stratified_folds
+    from minitorch_proto.model import PrototypeMILConfig
+    from minitorch_proto.training import TrainConfig
+
+    bags, y = problem
+    data = DiskBagDataset(tmp_path, write_bag_folder(tmp_path, bags, y, fmt="npy"))
+    folds = stratified_folds(y, 1, 2, random_state=0)
+    kw = dict(model_config=PrototypeMILConfig(n_prototypes=3), train_config=TrainConfig(epochs=2), device="cpu")
+    a = cross_validate_prototype(data, data.y, folds, **kw)
+    b = cross_validate_prototype(bags, y, folds, **kw)
+    np.testing.assert_allclose(a.auc.to_numpy(), b.auc.to_numpy(), rtol=1e-6)
+    np.testing.assert_allclose(a.accuracy.to_numpy(), b.accuracy.to_numpy())
+
+
+def test_pt_dict_and_string_labels(tmp_path):
+    rng = np.random.default_rng(0)
+    for i in range(4):
+        torch.save({"features": torch.from_numpy(rng.normal(size=(3 + i, 4)).astype(np.float32)),
+                    "coords": torch.zeros(3 + i, 2)}, tmp_path / f"s{i}.pt")
+    pd.DataFrame({"bag": [f"s{i}" for i in range(4)], "label": ["tumour", "normal"] * 2}).to_csv(
+        tmp_path / "labels.csv", index=False)
+    data = DiskBagDataset(tmp_path, tmp_path / "labels.csv")
+    assert data.sizes.tolist() == [3, 4, 5, 6] and list(data.y) == ["tumour", "normal"] * 2
+
+
+def test_errors_name_the_file(tmp_path, problem):
+    bags, y = problem
+    labels = write_bag_folder(tmp_path, bags[:4], y[:4], ["a", "b", "c", "d"], fmt="npy")
+    (tmp_path / "c.npy").unlink()
+    with pytest.raises(FileNotFoundError, match="'c'.*looked for c.npy"):
+        DiskBagDataset(tmp_path, labels)
+    np.save(tmp_path / "c.npy", np.ones((3, 7), dtype=np.float32))
+    with pytest.raises(ValueError, match=r"c\.npy has 7 features"):
+        DiskBagDataset(tmp_path, labels)
+    bad = np.ones((3, 5), dtype=np.float32)
+    bad[1, 2] = np.nan
+    np.save(tmp_path / "c.npy", bad)
+    data = DiskBagDataset(tmp_path, labels)
+    with pytest.raises(ValueError, match=r"c\.npy contains NaN.*instance 1, feature 2"):
+        data[2]
+    np.save(tmp_path / "c.npy", np.ones((0, 5), dtype=np.float32))
+    with pytest.raises(ValueError, match=r"c\.npy: the bag is empty"):
+        DiskBagDataset(tmp_path, labels)
+    np.save(tmp_path / "c.npy", np.ones((3, 5), dtype=np.float32))
+    import h5py
+
+    with h5py.File(tmp_path / "d.h5", "w") as fh:
+        fh.create_dataset("feats", data=np.ones((2, 5)))
+    with pytest.raises(ValueError, match="several feature files"):
+        DiskBagDataset(tmp_path, labels)
+    (tmp_path / "d.npy").unlink()
+    with pytest.raises(ValueError, match=r"d\.h5: no 'features' dataset"):
+        DiskBagDataset(tmp_path, labels)
+    (tmp_path / "dup.csv").write_text("bag,label\na,0\na,1\n")
+    with pytest.raises(ValueError, match="listed twice"):
+        DiskBagDataset(tmp_path, tmp_path / "dup.csv")
+    with pytest.raises(ValueError, match="no bag-id column 'slide'"):
+        DiskBagDataset(tmp_path, labels, bag_col="slide")
+
+
+def test_cli_train_and_predict_from_a_bag_folder(tmp_path, problem, capsys):
+    bags, y = problem
+    folder = tmp_path / "bags"
+    labels = write_bag_folder(folder, bags, y, fmt="h5")
+    model = tmp_path / "model.pt"
+    code = main(["train", "--bags-dir", str(folder), "--labels", str(labels), "--epochs", "2", "--prototypes", "3",
+                 "--device", "cpu", "--out", str(model)])
+    assert code == 0 and model.exists()
+    out = tmp_path / "pred.csv"
+    assert main(["predict", "--model", str(model), "--bags-dir", str(folder), "--labels", str(labels),
+                 "--out", str(out)]) == 0
+    pred = pd.read_csv(out)
+    assert len(pred) == len(bags) and set(pred.predicted) <= {0, 1}
+    capsys.readouterr()
+    assert main(["train", "--bags-dir", str(tmp_path / "nowhere"), "--labels", str(labels), "--out",
+                 str(tmp_path / "x.pt")]) == 2
+    assert "nowhere" in capsys.readouterr().err and not (tmp_path / "x.pt").exists()

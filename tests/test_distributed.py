@@ -1,0 +1,166 @@
+"""The streaming trainer: chunked distances, single-process equality with the reference trainer,
+and two-process gloo training equal to single-process training with the same global batch."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from minitorch_proto.bags import BagBatch
+from minitorch_proto.model import PrototypeMIL, PrototypeMILConfig
+from minitorch_proto.training import TrainConfig, train_model
+from minitorch_proto.training.distributed import chunked_pool, train_streaming
+
+from .conftest import make_concept_bags
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = {
+    "paper": PrototypeMILConfig(n_prototypes=3),
+    "min+mean+max, sqeuclidean": PrototypeMILConfig(n_prototypes=3, pooling=("min", "mean", "max"),
+                                                    distance="sqeuclidean"),
+    "cosine, pooled penalty": PrototypeMILConfig(n_prototypes=3, pooling=("max", "mean"), distance="cosine",
+                                                 distance_penalty="pooled"),
+}
+TRAIN = TrainConfig(epochs=3, batch_size=4, lr_prototypes=1e-2, lr_classifier=2e-2)
+
+
+def _problem():
+    return make_concept_bags(n_bags=16, n_features=4, seed=5, min_size=1, max_size=11)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_chunked_pool_matches_autograd_on_the_whole_bag(name):
+    config = CONFIGS[name]
+    rng = np.random.default_rng(0)
+    X = torch.as_tensor(rng.normal(size=(23, 4)))
+    model = PrototypeMIL(4, 2, config, generator=torch.Generator().manual_seed(1)).double()
+    phi, pen = model.pooled(BagBatch.from_bags([X], dtype=torch.float64))
+    g_phi, g_pen = torch.randn_like(phi), torch.randn_like(pen)
+    ref = torch.autograd.grad((phi * g_phi).sum() + (pen * g_pen).sum(), model.prototypes)[0]
+    phi_c, pen_c = chunked_pool(model.prototypes, lambda a, b: X[a:b], len(X), config, chunk_size=5)
+    got = torch.autograd.grad((phi_c * g_phi).sum() + (pen_c * g_pen).sum(), model.prototypes)[0]
+    torch.testing.assert_close(phi_c, phi.detach(), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(pen_c, pen.detach(), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got, ref, rtol=1e-10, atol=1e-12)
+
+
+def _reference(bags, y, config, tconf, seed, standardizer):
+    """The sequential trainer on the same standardised bags, from the same initial parameters."""
+    tb = [torch.as_tensor(standardizer.transform_instances(b)) for b in bags]
+    model = PrototypeMIL(bags[0].shape[1], 2, config, generator=torch.Generator().manual_seed(seed)).double()
+    train_model(model, tb, torch.as_tensor(y), tconf, seed=seed)
+    return {k: v.detach() for k, v in model.state_dict().items()}
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_single_process_streaming_equals_the_reference_trainer(name, one_torch_thread):
+    bags, y = _problem()
+    fit = train_streaming(bags, y, CONFIGS[name], TRAIN, seed=2, dtype=torch.float64, chunk_size=3)
+    ref = _reference(bags, y, CONFIGS[name], TRAIN, 2, fit.standardizer)
+    for k, v in ref.items():
+        torch.testing.assert_close(fit.model.state_dict()[k], v, rtol=1e-9, atol=1e-11)
+
+
+def test_chunk_size_and_bf16_autocast(one_torch_thread):
+    bags, y = _problem()
+    config = CONFIGS["paper"]
+    small = train_streaming(bags, y, config, TRAIN, seed=1, dtype=torch.float64, chunk_size=2)
+    large = train_streaming(bags, y, config, TRAIN, seed=1, dtype=torch.float64, chunk_size=10_000)
+    for k, v in large.model.state_dict().items():
+        torch.testing.assert_close(small.model.state_dict()[k], v, rtol=1e-10, atol=1e-12)
+    bf16 = train_streaming(bags, y, config, TRAIN, seed=1, autocast="bf16")
+    fp32 = train_streaming(bags, y, config, TRAIN, seed=1)
+    diff = (bf16.model.prototypes - fp32.model.prototypes).abs().max()
+    # bf16 products round to ~3 significant digits: close to float32, but not equal.
+    assert 0 < float(diff) < 0.1
+    with pytest.raises(ValueError, match="autocast"):
+        train_streaming(bags, y, config, TRAIN, autocast="fp8")
+    with pytest.raises(ValueError, match="init='normal' only"):
+        train_streaming(bags, y, PrototypeMILConfig(n_prototypes=3, init="kmeans++"), TRAIN)
+
+
+def _rank_main(rank: int, world: int, port: int, out_dir: str) -> None:
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        bags, y = _problem()
+        # Global minibatches of 5, 5, 5 and 1 bags: uneven shards (3 + 2), and a last step in
+        # which rank 1 holds no bag and contributes only zeros to the all-reduce.
+        tconf = TrainConfig(epochs=3, batch_size=5, lr_prototypes=1e-2, lr_classifier=2e-2)
+        fit = train_streaming(bags, y, CONFIGS["min+mean+max, sqeuclidean"], tconf, seed=2, dtype=torch.float64,
+                              chunk_size=4)
+        torch.save({"state": fit.model.state_dict(), "mean": fit.standardizer.mean_, "scale": fit.standardizer.scale_,
+                    "history": fit.history}, os.path.join(out_dir, f"rank{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_gloo_processes_equal_single_process_training(tmp_path, one_torch_thread):
+    # fork: the children inherit the imported package instead of importing it again (seconds each);
+    # building one optimizer first imports what torch.optim pulls in lazily (torch._dynamo, ~3 s).
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+    mp.start_processes(_rank_main, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True, start_method="fork")
+    ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(2)]
+    bags, y = _problem()
+    config = CONFIGS["min+mean+max, sqeuclidean"]
+    tconf = TrainConfig(epochs=3, batch_size=5, lr_prototypes=1e-2, lr_classifier=2e-2)
+    single = train_streaming(bags, y, config, tconf, seed=2, dtype=torch.float64, chunk_size=4)
+    # Statistics merged from the two ranks' shards equal the single pass.
+    np.testing.assert_allclose(ranks[0]["mean"], single.standardizer.mean_, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ranks[0]["scale"], single.standardizer.scale_, rtol=1e-12)
+    ref = _reference(bags, y, config, tconf, 2, single.standardizer)
+    for k, v in single.model.state_dict().items():
+        torch.testing.assert_close(ranks[0]["state"][k], ranks[1]["state"][k], rtol=0, atol=0)
+        torch.testing.assert_close(ranks[0]["state"][k], v, rtol=1e-9, atol=1e-11)
+        torch.testing.assert_close(ranks[0]["state"][k], ref[k], rtol=1e-9, atol=1e-11)
+    for a, b in zip(ranks[0]["history"], single.history):
+        assert a["total"] == pytest.approx(b["total"], rel=1e-9)
+
+
+def test_torchrun_launches_the_cli(tmp_path):
+    from minitorch_proto.data.disk import write_bag_folder
+
+    bags, y = _problem()
+    folder = tmp_path / "bags"
+    labels = write_bag_folder(folder, bags, y, fmt="npy")
+    model = tmp_path / "model.pt"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
+           "--master_addr", "127.0.0.1", "--master_port", str(_free_port()),
+           "-m", "minitorch_proto", "train", "--bags-dir", str(folder), "--labels", str(labels), "--epochs", "2",
+           "--prototypes", "3", "--batch-size", "4", "--device", "cpu", "--out", str(model)]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "2 processes" in out.stdout and model.exists()
+    from minitorch_proto.estimator import load_model
+
+    clf = load_model(model)
+    assert clf.predict_proba(bags).shape == (len(bags), 2)
+
+
+def test_bf16_autocast_in_the_tensor_engine(one_torch_thread):
+    from minitorch_proto.training import train_batched
+
+    bags, y = _problem()
+    kw = dict(seeds=[0], model_config=PrototypeMILConfig(n_prototypes=3), train_config=TRAIN, device="cpu")
+    fp32 = train_batched(bags, y, [np.arange(len(bags))], backend="tensor", **kw)
+    bf16 = train_batched(bags, y, [np.arange(len(bags))], autocast="bf16", **kw)  # "auto" picks the tensor engine
+    diff = float((fp32.prototypes - bf16.prototypes).abs().max())
+    assert 0 < diff < 0.1
+    with pytest.raises(ValueError, match="tensor engine"):
+        train_batched(bags, y, [np.arange(len(bags))], autocast="bf16", backend="compiled", **kw)
