@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -95,18 +94,14 @@ def format_table(table: pd.DataFrame) -> str:
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write text to ``path`` via a temporary file, so readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Write text to ``path`` via a temporary file, so readers never see half a file.
+
+    The file gets the permissions the umask gives a new file
+    (:func:`minitorch_proto.serialization.write_atomic`).
+    """
+    from ..serialization import write_atomic as _write
+
+    return _write(path, text)
 
 
 # --------------------------------------------------------------------------------------
@@ -117,6 +112,7 @@ DISPLAY_NAMES: dict[str, str] = {
     "prototype": "prototype model (paper-faithful)",
     "prototype (published code)": "prototype model (published code's behaviour)",
     "prototype (rates tuned on inner CV)": "prototype model (rates tuned on inner CV)",
+    "prototype (monotone)": "prototype model (monotone variant)",
     "attention": "attention MIL",
     "gated_attention": "gated-attention MIL",
     "mi_net_max": "mi-Net, instance level (max)",
