@@ -1,0 +1,91 @@
+"""The three algorithmic MIL unit tests for every model of the package over several seeds.
+
+Appends one block of rows per (model, seed) to a CSV as it goes, so an interrupted run
+resumes where it stopped; ``--freeze`` then writes the collected rows as the frozen table
+``mil_unit_tests_seeds`` (package data, with the command and commit) that the unit-test
+page shows. Seeds run in the outer loop, so a partial run covers every model on its first
+seeds. The shared heavy-job lock (``--lock``) is taken per (model, seed): neural baselines
+take one to two minutes per seed on one core, the prototype models about a second.
+
+    python benchmarks/mil_unit_tests_seeds.py --seeds 0-9 --out benchmarks/out/unit_seeds.csv
+    python benchmarks/mil_unit_tests_seeds.py --out benchmarks/out/unit_seeds.csv --freeze
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from minitorch_proto import experiments
+from minitorch_proto.evaluation.frozen import write_frozen
+from minitorch_proto.evaluation.unit_tests import summarize_unit_tests
+
+
+@contextlib.contextmanager
+def _locked(path: str | None):
+    if not path:
+        yield
+        return
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", default="0-9", help="inclusive range LO-HI (default 0-9)")
+    p.add_argument("--models", default=None, help="comma-separated names (default: every model)")
+    p.add_argument("--out", required=True, help="CSV collecting the rows (appended, resumable)")
+    p.add_argument("--lock", default=None, help="file to flock around each (model, seed)")
+    p.add_argument("--freeze", action="store_true", help="write the collected rows as the frozen table and stop")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    if args.freeze:
+        table = pd.read_csv(out)
+        n = table.groupby("model")["seed"].nunique()
+        write_frozen(table, "mil_unit_tests_seeds",
+                     command=f"python benchmarks/mil_unit_tests_seeds.py --seeds {args.seeds} --out {out.name}",
+                     description="MIL unit tests (single_concept, multi_concept, false_frequency; 200/200 bags; "
+                                 "pass: test accuracy >= 0.75) per model and seed",
+                     seeds_per_model={str(k): int(v) for k, v in n.items()})
+        print(summarize_unit_tests(table).round(3).to_string())
+        return 0
+    try:
+        lo, hi = (int(v) for v in args.seeds.split("-"))
+    except ValueError:
+        print(f"error: --seeds must be LO-HI, got {args.seeds!r}", file=sys.stderr)
+        return 2
+    torch.set_num_threads(1)
+    available = experiments.default_mil_unit_test_models()
+    names = [n.strip() for n in args.models.split(",")] if args.models else list(available)
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        print(f"error: unknown model(s) {unknown}; choose from {list(available)}", file=sys.stderr)
+        return 2
+    done = set()
+    if out.exists():
+        old = pd.read_csv(out)
+        done = set(zip(old["model"], old["seed"]))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for seed in range(lo, hi + 1):
+        for name in names:
+            if (name, seed) in done:
+                continue
+            with _locked(args.lock):
+                t0 = time.perf_counter()
+                rows = experiments.mil_unit_test_table({name: available[name]}, random_state=seed)
+            rows["seed"] = seed
+            rows.to_csv(out, mode="a", header=not out.exists(), index=False)
+            print(f"{name} seed {seed}: {time.perf_counter() - t0:.1f} s, accuracy "
+                  + ", ".join(f"{a:.2f}" for a in rows["accuracy"]), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
