@@ -1,14 +1,34 @@
-"""Command-line interface: ``minitorch-proto <command> --help``."""
+"""Command-line interface: ``minitorch-proto <command> --help``.
+
+Exit codes: 0 success; 2 a usage or input error (a bad option, a missing,
+empty or damaged input file, data the model cannot use, an ``--out`` path that
+cannot be written), always reported in one line before any work where it can be
+checked first; 1 any other failure (a download that failed, a full disk).
+"""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import re
 import sys
 import time
 from pathlib import Path
+from typing import Iterator, Sequence
 
+import numpy as np
 import pandas as pd
 
 from . import __version__
+from .serialization import check_input_file, check_output_path, staged_directory, write_atomic
+
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+EXIT_CODES_HELP = (
+    "exit status: 0 success; 2 usage or input error (bad option, unreadable/damaged input file, unusable data, "
+    "--out not writable); 1 other failures (download failed, disk full)."
+)
+
 
 PROTOTYPE = "prototype"
 PROTOTYPE_COMPAT = "prototype (published code)"
@@ -24,7 +44,8 @@ def _add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
     if single:
         src = p.add_mutually_exclusive_group(required=True)
         src.add_argument("--dataset", help="benchmark name: musk1, musk2, fox, tiger, elephant")
-        src.add_argument("--csv", help="your own CSV: one row per instance, with a bag column and a label column")
+        src.add_argument("--csv", help="your own CSV: one row per instance, with a bag column and a label column "
+                         "(predict: the label column is optional)")
         src.add_argument("--bags-dir", help="folder of per-bag feature files (<bag>.npy, .pt, or .h5 with a 'features' "
                          "dataset), read lazily; bag ids and labels from --labels")
         p.add_argument("--labels", default=None, help="CSV of bag ids and labels for --bags-dir "
@@ -34,6 +55,23 @@ def _add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
     p.add_argument("--data-dir", default=None,
                    help="folder holding the benchmark files (default: $MINITORCH_PROTO_DATA, else the user cache)")
     p.add_argument("--no-download", action="store_true", help="never download; fail if the files are not local")
+    p.add_argument("--no-verify", action="store_true",
+                   help="skip the sha256 check of a local benchmark copy (e.g. re-saved with other line endings); "
+                   "the bag, instance and feature counts are still checked")
+    p.add_argument("--download-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+                   help="overall limit for downloading one file (default: $MINITORCH_PROTO_DOWNLOAD_TIMEOUT, "
+                   "else the package default)")
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not np.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
@@ -59,17 +97,98 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=0)
 
 
-def _load(args):
-    from .data import load_bags_csv, load_benchmark
+def _benchmark(args, name: str):
+    """One benchmark, with the CLI's own wording when its checksum differs."""
+    from .data import ChecksumError, load_benchmark
 
-    if getattr(args, "csv", None):
-        return load_bags_csv(args.csv, bag_col=args.bag_col, label_col=args.label_col)
+    try:
+        return load_benchmark(name, data_dir=args.data_dir, download=not args.no_download,
+                              verify=not getattr(args, "no_verify", False),
+                              download_timeout=getattr(args, "download_timeout", None))
+    except ChecksumError as exc:
+        # The library's advice (verify=False) is an API argument; here the switch is a flag.
+        raise ChecksumError(str(exc).replace("pass verify=False", "add --no-verify")) from None
+
+
+def _load_benchmarks(args, names: Sequence[str]) -> dict:
+    return {name: _benchmark(args, name) for name in names}
+
+
+def _load(args, labels: bool = True, feature_names: Sequence[str] | None = None):
+    """The data set named by --dataset or --csv, and its feature names (None for benchmarks).
+
+    With ``labels=False`` (predict) a CSV may lack the label column. With
+    ``feature_names`` (a model's), the CSV's feature columns are matched by name:
+    any order works; a missing or an extra column is an error.
+    """
+    from .data import from_dataframe
+
     if getattr(args, "bags_dir", None):
         from .data.disk import DiskBagDataset
 
-        labels = args.labels or Path(args.bags_dir) / "labels.csv"
-        return DiskBagDataset(args.bags_dir, labels, bag_col=args.bag_col, label_col=args.label_col)
-    return load_benchmark(args.dataset, data_dir=args.data_dir, download=not args.no_download)
+        bags_dir = Path(args.bags_dir)
+        if not bags_dir.is_dir():
+            raise ValueError(f"--bags-dir {bags_dir} is not a folder.")
+        labels = args.labels or bags_dir / "labels.csv"
+        check_input_file(labels, "--labels")
+        return DiskBagDataset(bags_dir, labels, bag_col=args.bag_col, label_col=args.label_col), None
+    if not getattr(args, "csv", None):
+        return _benchmark(args, args.dataset), None
+    path = check_input_file(args.csv, "--csv")
+    try:
+        df = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--csv {path} is not a readable CSV: {str(exc).splitlines()[0]}") from None
+    columns = [str(c) for c in df.columns]
+    df.columns = columns
+    if args.bag_col not in columns:
+        raise ValueError(f"--csv {path} has no bag column {args.bag_col!r} (columns: {columns}); "
+                         "name it with --bag-col.")
+    if args.label_col not in columns:
+        if labels:
+            raise ValueError(f"--csv {path} has no label column {args.label_col!r} (columns: {columns}); "
+                             "name it with --label-col.")
+        # Unlabelled bags, as a user predicts them: a placeholder label keeps one reader for both cases.
+        df[args.label_col] = 0
+    others = [c for c in columns if c not in (args.bag_col, args.label_col)]
+    if feature_names is not None:
+        names = [str(n) for n in feature_names]
+        missing = [n for n in names if n not in others]
+        extra = [c for c in others if c not in names]
+        if missing:
+            raise ValueError(f"--csv {path} is missing feature column(s) {missing} that the model was trained on.")
+        if extra:
+            raise ValueError(f"--csv {path} has column(s) {extra} that the model was not trained on; "
+                             f"drop them (the model uses {len(names)} features).")
+        others = names
+    ds = from_dataframe(df, bag_col=args.bag_col, label_col=args.label_col, feature_cols=others, name=path.stem)
+    ds.source = str(path)
+    return ds, others
+
+
+@contextlib.contextmanager
+def _naming_bags(bag_ids) -> Iterator[None]:
+    """Rewrite "bags[i]" in an error into the user's own bag id."""
+    try:
+        yield
+    except ValueError as exc:
+        ids = np.asarray(bag_ids)
+
+        def name(m: re.Match) -> str:
+            i = int(m.group(1))
+            return f"bag {ids[i].item() if hasattr(ids[i], 'item') else ids[i]!r}" if i < len(ids) else m.group(0)
+
+        text = re.sub(r"\bbags\[(\d+)\]", name, str(exc))
+        if text == str(exc):
+            raise
+        raise ValueError(text) from None
+
+
+def _encoded(y) -> tuple[np.ndarray, np.ndarray]:
+    """Labels as 0..C-1 and the classes: the one encoding every command uses (as the estimator does)."""
+    from .validation import check_labels
+
+    return check_labels(y, len(y))
 
 
 def _configs(args, dataset_name: str, compat: str | None = None):
@@ -147,18 +266,16 @@ def cmd_reproduce(args) -> int:
         stratified_folds,
         summarize,
     )
-    from .data import load_benchmark
-    from .evaluation.report import average_ranks, format_table, table2, write_atomic
+    from .evaluation.report import average_ranks, format_table, table2
 
-    methods = _parse_methods(args.methods)
+    methods = list(args.methods)
     if args.compat == "official" and PROTOTYPE_COMPAT not in methods:
         # For reproduce, --compat official adds the published code's rows beside the paper's.
         methods.append(PROTOTYPE_COMPAT)
-    out = Path(args.out)
-    data = {name: load_benchmark(name, data_dir=args.data_dir, download=not args.no_download)
-            for name in args.datasets}
+    out = check_output_path(args.out, "dir")
+    data = _load_benchmarks(args, args.datasets)
     folds = {name: stratified_folds(d.y, args.repeats, args.folds, random_state=args.seed) for name, d in data.items()}
-    frames, timings = [], []
+    frames, timings, files = [], [], {}
     for method in methods:
         t0 = time.perf_counter()
         if method in (PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE):
@@ -187,7 +304,7 @@ def cmd_reproduce(args) -> int:
                 parts.append(r)
                 choices.append(c)
             res = pd.concat(parts, ignore_index=True)
-            write_atomic(out / "tuning_choices.csv", pd.concat(choices, ignore_index=True).to_csv(index=False))
+            files["tuning_choices.csv"] = pd.concat(choices, ignore_index=True).to_csv(index=False)
         elif method == PROTOTYPE_BEST:
             from .evaluation.tuning import SearchBudget, nested_cross_validate
 
@@ -203,7 +320,7 @@ def cmd_reproduce(args) -> int:
                 parts.append(r)
                 choices.append(c)
             res = pd.concat(parts, ignore_index=True)
-            write_atomic(out / "best_choices.csv", pd.concat(choices, ignore_index=True).to_csv(index=False))
+            files["best_choices.csv"] = pd.concat(choices, ignore_index=True).to_csv(index=False)
         else:
             from .baselines import BASELINES
 
@@ -219,9 +336,9 @@ def cmd_reproduce(args) -> int:
               + f" (accuracy; {wall:.1f} s)", file=sys.stderr)
         frames.append(res)
     results = pd.concat(frames, ignore_index=True)
-    write_atomic(out / "results.csv", results.to_csv(index=False))
-    write_atomic(out / "summary.csv", summarize(results).to_csv(index=False))
-    write_atomic(out / "timings.csv", pd.DataFrame(timings).to_csv(index=False))
+    files["results.csv"] = results.to_csv(index=False)
+    files["summary.csv"] = summarize(results).to_csv(index=False)
+    files["timings.csv"] = pd.DataFrame(timings).to_csv(index=False)
     text = []
     for spread in ("se_repeats", "std_folds"):
         t = table2(results, spread=spread, include_reported=args.reported)
@@ -231,13 +348,18 @@ def cmd_reproduce(args) -> int:
         text.append("average rank across data sets (1 = best, measured methods, final evaluation):\n"
                     + ranks.round(2).to_string())
     report = "\n\n".join(text) + "\n"
-    write_atomic(out / "table2.txt", report)
+    files["table2.txt"] = report
+    # All files or none: a crash while writing leaves the previous run's files as they were.
+    with staged_directory(out) as stage:
+        for name, content in files.items():
+            (stage / name).write_text(content)
     print(report)
     print(f"wrote {out / 'results.csv'}, summary.csv, timings.csv, table2.txt")
     return 0
 
 
 def _parse_methods(spec: str) -> list[str]:
+    """``--methods`` as display names; an unknown name is a usage error (exit 2)."""
     names = [s.strip() for s in spec.split(",") if s.strip()]
     known = [PROTOTYPE, "prototype-compat", "prototype-tuned", "prototype-best", "prototype-monotone"]
     try:
@@ -251,7 +373,7 @@ def _parse_methods(spec: str) -> list[str]:
     resolved = []
     for n in names:
         if n not in known:
-            raise SystemExit(f"error: unknown method {n!r}; choose from {', '.join(known)} or 'all'.")
+            raise argparse.ArgumentTypeError(f"unknown method {n!r}; choose from {', '.join(known)} or 'all'")
         resolved.append({"prototype-compat": PROTOTYPE_COMPAT, "prototype-tuned": PROTOTYPE_TUNED,
                          "prototype-best": PROTOTYPE_BEST, "prototype-monotone": PROTOTYPE_MONOTONE}.get(n, n))
     return resolved
@@ -259,20 +381,22 @@ def _parse_methods(spec: str) -> list[str]:
 
 def cmd_cv(args) -> int:
     from .evaluation.cv import cross_validate_prototype, stratified_folds, summarize
-    from .evaluation.report import write_atomic
 
-    data = _load(args)
+    out = check_output_path(args.out, "file") if args.out else None
+    data, _ = _load(args)
+    y, _ = _encoded(data.y)
     mconf, tconf, std = _configs(args, data.name)
-    folds = stratified_folds(data.y, args.repeats, args.folds, random_state=args.seed)
+    folds = stratified_folds(y, args.repeats, args.folds, random_state=args.seed)
     evaluations = ("final", "test_selected") if args.compat == "official" else ("final",)
-    res = cross_validate_prototype(data.bags, data.y, folds, mconf, tconf, dataset=data.name,
-                                   standardization=std, evaluations=evaluations, device=args.device, progress=True,
-                                   backend=args.backend)
+    with _naming_bags(data.bag_ids):
+        res = cross_validate_prototype(data.bags, y, folds, mconf, tconf, dataset=data.name,
+                                       standardization=std, evaluations=evaluations, device=args.device,
+                                       progress=True, backend=args.backend)
     summ = summarize(res)
     print(summ.to_string(index=False))
-    if args.out:
-        write_atomic(Path(args.out), res.to_csv(index=False))
-        print(f"wrote {args.out}")
+    if out is not None:
+        write_atomic(out, res.to_csv(index=False))
+        print(f"wrote {out}")
     return 0
 
 
@@ -280,42 +404,48 @@ def cmd_train(args) -> int:
     from .training.distributed import init_distributed
 
     # Under torchrun (WORLD_SIZE > 1) every process joins the group and trains on its share of each minibatch.
+    out = check_output_path(args.out, "file")
     rank, world = init_distributed(args.device)
     try:
-        data = _load(args)
+        data, names = _load(args)
         clf = _estimator_from(args, data.name)
-        if world > 1 or args.stream:
-            clf.fit_streaming(data.bags, data.y)
-        else:
-            clf.fit(data.bags, data.y)
+        with _naming_bags(data.bag_ids):
+            if world > 1 or args.stream:
+                clf.fit_streaming(data.bags, data.y)
+                if names is not None:
+                    clf.feature_names_in_ = np.asarray(names, dtype=object)
+            else:
+                clf.fit(data.bags, data.y, feature_names=names)
+            accuracy = clf.score(data.bags, data.y)
         if rank != 0:
             return 0  # every process holds the same model: one writes it
-        path = clf.save(args.out)
+        path = clf.save(out)
     finally:
         if world > 1:
             import torch.distributed as dist
 
             dist.destroy_process_group()
     procs = f" with {world} processes" if world > 1 else ""
-    print(f"trained on {data.n_bags} bags ({data.name}){procs}; training accuracy {clf.score(data.bags, data.y):.3f}; "
-          f"saved to {path}")
+    print(f"trained on {data.n_bags} bags ({data.name}){procs}; training accuracy {accuracy:.3f}; saved to {path}")
     return 0
 
 
 def cmd_predict(args) -> int:
     from .estimator import load_model
-    from .evaluation.report import write_atomic
 
-    clf = load_model(args.model)
-    data = _load(args)
-    proba = clf.predict_proba(data.bags)
+    model = check_input_file(args.model, "--model")
+    out = check_output_path(args.out, "file") if args.out else None
+    clf = load_model(model)
+    data, _ = _load(args, labels=False, feature_names=getattr(clf, "feature_names_in_", None))
+    with _naming_bags(data.bag_ids):
+        proba = clf.predict_proba(data.bags)
     frame = pd.DataFrame({"bag": data.bag_ids, "predicted": clf.classes_[proba.argmax(1)]})
     for j, c in enumerate(clf.classes_):
         frame[f"proba_{c}"] = proba[:, j]
     text = frame.to_csv(index=False)
-    if args.out:
-        write_atomic(Path(args.out), text)
-        print(f"wrote {len(frame)} predictions to {args.out}")
+    if out is not None:
+        write_atomic(out, text)
+        print(f"wrote {len(frame)} predictions to {out}")
     else:
         sys.stdout.write(text)
     return 0
@@ -327,7 +457,8 @@ def cmd_datasets(args) -> int:
     rows = []
     for name in BENCHMARKS:
         try:
-            d = load_benchmark(name, data_dir=args.data_dir, download=args.download)
+            d = load_benchmark(name, data_dir=args.data_dir, download=args.download,
+                               download_timeout=args.download_timeout)
             s = d.summary()
             rows.append({"dataset": name, "status": "ok", "bags": s["bags"], "instances": s["instances"],
                          "features": s["features"], "source": d.source})
@@ -342,20 +473,22 @@ def build_parser() -> argparse.ArgumentParser:
         prog="minitorch-proto",
         description="Prototype multiple-instance learning (Yuksekgonul et al., 2019): reproduce, cross-validate, "
         "train and predict.",
+        epilog=EXIT_CODES_HELP,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("reproduce", help="5 x 10-fold CV on the benchmarks; a table shaped like the paper's Table 2")
     p.add_argument("--datasets", nargs="+", default=["musk1", "musk2", "fox", "tiger", "elephant"])
-    p.add_argument("--methods", default=PROTOTYPE,
+    p.add_argument("--methods", default=PROTOTYPE, type=_parse_methods,
                    help="comma-separated: prototype, prototype-compat, prototype-tuned, prototype-monotone, "
                    "prototype-best (nested "
                    "search + 5-seed ensemble; long), baseline names, or 'all' (all but prototype-best; default: "
                    "prototype)")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--folds", type=int, default=10)
-    p.add_argument("--out", default="results", help="output folder (default: results/)")
+    p.add_argument("--out", default="results",
+                   help="output folder (default: results/); its result files are replaced together at the end")
     p.add_argument("--reported", action="store_true", help="also list the other methods' figures quoted in the paper")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     _add_data_args(p, single=False)
@@ -373,7 +506,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="fit one model on a whole data set and save it")
     _add_data_args(p)
     _add_model_args(p)
-    p.add_argument("--out", required=True, help="checkpoint path, e.g. model.pt")
+    p.add_argument("--out", required=True,
+                   help="model file to write, e.g. model.safetensors (safetensors + a verified JSON header)")
     g = p.add_argument_group("large collections")
     g.add_argument("--stream", action="store_true",
                    help="train with the streaming trainer: bags read when needed, in bounded memory "
@@ -385,26 +519,43 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("predict", help="predict bags with a saved model")
-    p.add_argument("--model", required=True, help="checkpoint written by 'train'")
+    p.add_argument("--model", required=True, help="model file written by 'train'")
     _add_data_args(p)
-    p.add_argument("--out", default=None, help="CSV of predictions (default: standard output)")
+    p.add_argument("--out", default=None,
+                   help="CSV of predictions: bag, predicted, proba_<class> per class (default: standard output)")
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("datasets", help="list the benchmarks and where they are found")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--download", action="store_true", help="download the missing ones into the cache")
+    p.add_argument("--download-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+                   help="overall limit for downloading one file")
     p.set_defaults(func=cmd_datasets)
     return parser
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status (see the module docstring)."""
+    from .data import DownloadError
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # usage errors exit 2 here, with argparse's usage line
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+    except DownloadError as exc:
+        # Several lines on purpose: each mirror's error and where to put the file by hand.
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_FAILURE
+    except (ValueError, FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except (OSError, RuntimeError) as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

@@ -1,10 +1,9 @@
 """A scikit-learn style estimator around the prototype MIL model."""
 from __future__ import annotations
 
-import json
-from dataclasses import replace
+import numbers
 import os
-import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -14,13 +13,96 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from .model import PrototypeMIL, PrototypeMILConfig, class_probabilities, head_logits, normalize_features
 from .preprocessing import BagStandardizer
+from .serialization import ModelFileError, load_model_file, save_model_file, to_jsonable
 from .training import TrainConfig
 from .utils import resolve_device
 from .validation import check_bags, check_labels
 
 __all__ = ["PrototypeMILClassifier", "load_model"]
 
-_CHECKPOINT_FORMAT = 1
+# Squared instance norms above this (after standardisation) would overflow the
+# prototype distances in the model's float type; the margin covers |x - p|^2 <= 2|x|^2 + 2|p|^2
+# and the sums over instances behind mean pooling.
+_RANGE_MARGIN = 64.0
+
+
+def _seed_from(random_state) -> int:
+    """An integer seed from scikit-learn's ``random_state`` convention.
+
+    None draws fresh entropy (each fit differs), an int is used as it is, a
+    ``numpy.random.RandomState`` or ``Generator`` gives the next draw of its stream.
+    """
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1)[0] >> 1)
+    if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
+        return int(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**31 - 1))
+    raise ValueError(
+        f"random_state must be None, an int, a numpy RandomState or a numpy Generator; got {random_state!r}."
+    )
+
+
+def _check_chunk_size(chunk_size) -> int:
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (numbers.Integral, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer (instances per chunk), got {chunk_size!r}.")
+    return int(chunk_size)
+
+
+def _frame_names(bags) -> list[str] | None:
+    """Column names when every bag is a pandas DataFrame with the same columns."""
+    import pandas as pd
+
+    if isinstance(bags, (list, tuple)) and bags and all(isinstance(b, pd.DataFrame) for b in bags):
+        return [str(c) for c in bags[0].columns]
+    return None
+
+
+def _align_frames(bags, names: Sequence[str]) -> list[np.ndarray]:
+    """DataFrame bags as arrays with their columns in ``names`` order (matched by name)."""
+    import pandas as pd
+
+    out = []
+    for i, b in enumerate(bags):
+        if not isinstance(b, pd.DataFrame):
+            out.append(b)
+            continue
+        cols = [str(c) for c in b.columns]
+        missing = [n for n in names if n not in cols]
+        extra = [c for c in cols if c not in names]
+        if missing:
+            raise ValueError(f"bags[{i}] is missing feature column(s) {missing} the model was fitted with.")
+        if extra:
+            raise ValueError(f"bags[{i}] has column(s) {extra} the model was not fitted with.")
+        out.append(b.set_axis(cols, axis=1)[list(names)].to_numpy())
+    return out
+
+
+def _check_range(std_bags: Sequence[np.ndarray], dtype: torch.dtype) -> None:
+    """Refuse standardised bags whose distances would overflow ``dtype`` (giving NaN scores)."""
+    limit = float(torch.finfo(dtype).max) / _RANGE_MARGIN
+    for i, b in enumerate(std_bags):
+        sq = np.einsum("ij,ij->i", b, b)
+        bad = ~(sq < limit)  # also true for inf and NaN
+        if bad.any():
+            j = int(np.argmax(bad))
+            raise ValueError(
+                f"bags[{i}] has values too large for {str(dtype).replace('torch.', '')} distances after "
+                f"standardisation (instance {j}, norm {np.sqrt(sq[j]):.3g}); rescale the features or use "
+                "standardization='feature'."
+            )
+
+
+def _check_finite_scores(values: torch.Tensor, what: str) -> None:
+    bad = ~torch.isfinite(values).reshape(len(values), -1).all(dim=1)
+    if bool(bad.any()):
+        i = int(torch.nonzero(bad)[0])
+        raise ValueError(
+            f"bags[{i}] gets non-finite {what} ({int(bad.sum())} bag(s) in all); its features overflow the "
+            "model's arithmetic: rescale them or use standardization='feature'."
+        )
 
 
 class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
@@ -58,8 +140,10 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     backend : {"auto", "compiled", "tensor"}, default="auto"
         How training runs (:func:`~minitorch_proto.training.train_batched`): a compiled
         loop on the CPU, or batched tensor operations (CPU or CUDA). Same result.
-    random_state : int, default=0
-        Seeds the initial parameters and the order of the bags.
+    random_state : int, numpy RandomState or Generator, or None, default=0
+        Seeds the initial parameters and the order of the bags (scikit-learn's
+        convention: None draws fresh entropy at each fit; a generator gives its
+        next draw, so successive fits differ).
     n_seeds : int, default=1
         Train this many models, seeded ``random_state``, ``random_state + 1``, ..., in one
         batched program, and average their class probabilities (a seed ensemble). Each
@@ -70,6 +154,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     chunk_size : int, default=65536
         Instances processed at a time when predicting (and when training with
         :meth:`fit_streaming`), so memory stays bounded however large the bags.
+        A positive integer.
     autocast : {None, "bf16"}, default=None
         Compute the instance-prototype matrix products under bf16 autocast while
         training (tensor engine or :meth:`fit_streaming`; CPU or CUDA).
@@ -82,6 +167,9 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     standardizer_ : BagStandardizer
     history_ : list of dict, per-epoch mean of each loss term.
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when fitted on DataFrame bags (or with ``feature_names=``); predicting
+        DataFrame bags then matches their columns by name.
 
     Examples
     --------
@@ -116,7 +204,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         standardization: str = "feature",
         device: str = "auto",
         backend: str = "auto",
-        random_state: int = 0,
+        random_state: int | np.random.RandomState | np.random.Generator | None = 0,
         n_seeds: int = 1,
         verbose: bool = False,
         chunk_size: int = 65_536,
@@ -183,16 +271,32 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         )
 
     # -------------------------------------------------------------- fit
-    def fit(self, bags: Sequence[np.ndarray], y, on_epoch_end=None) -> "PrototypeMILClassifier":
+    def fit(self, bags: Sequence[np.ndarray], y, on_epoch_end=None, *,
+            feature_names: Sequence[str] | None = None) -> "PrototypeMILClassifier":
         """Fit on a sequence of bags (each n_instances x n_features) and their labels.
+
+        Bags may be pandas DataFrames with the same columns: their names are kept
+        in ``feature_names_in_`` (``feature_names`` names the columns of array bags).
 
         ``on_epoch_end(epoch, model)``, if given, is called once with epoch 0 before
         training (the initial parameters) and after every epoch, with a
         :class:`PrototypeMIL` holding the current parameters (``standardizer_`` is
         already fitted by then).
         """
-        seed = int(self.random_state) if self.random_state is not None else 0
+        seed = self.seed_ = _seed_from(self.random_state)
+        names = _frame_names(bags)
+        if names is not None:
+            bags = _align_frames(bags, names)
+        if feature_names is not None:
+            names = [str(n) for n in feature_names]
+            n_cols = np.shape(bags[0])[-1] if len(bags) else None
+            if n_cols is not None and len(names) != n_cols:
+                raise ValueError(f"feature_names has {len(names)} names but the bags have {n_cols} features.")
         self._fit_many(bags, y, [seed], [self], on_epoch_end)
+        if names is not None:
+            self.feature_names_in_ = np.asarray(names, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
         return self
 
     def fit_seeds(self, bags: Sequence[np.ndarray], y, seeds: Sequence[int]) -> list["PrototypeMILClassifier"]:
@@ -216,9 +320,11 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         k = self._n_members()
         # Each target's members are seeded seed, seed + 1, ...: all targets' members train together.
         seeds = [int(s) + j for s in seeds for j in range(k)]
+        _check_chunk_size(self.chunk_size)
         bags = check_bags(bags)
         y_enc, classes = check_labels(y, len(bags))
         standardizer = BagStandardizer(self.standardization).fit(bags)
+        _check_range(standardizer.transform(bags), torch.float32)
         for est in targets:
             est.classes_, est.n_features_in_, est.standardizer_ = classes, bags[0].shape[1], standardizer
         hook = None
@@ -233,6 +339,12 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             est.models_ = [fit.module(t * k + j).eval() for j in range(k)]
             est.histories_ = [fit.history[t * k + j] for j in range(k)]
             est.model_, est.history_ = est.models_[0], est.histories_[0]
+        for m in range(len(seeds)):
+            if not all(bool(torch.isfinite(p).all()) for p in fit.module(m).parameters()):
+                raise ValueError(
+                    f"training diverged (seed {seeds[m]}): the parameters became NaN or infinite; lower the "
+                    "learning rates or standardise the features (standardization='feature')."
+                )
 
     def _n_members(self) -> int:
         k = int(self.n_seeds)
@@ -246,7 +358,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         models = getattr(self, "models_", [self.model_])
         if not 0 <= int(j) < len(models):
             raise IndexError(f"member {j} does not exist: this estimator has {len(models)} member(s).")
-        seed = (int(self.random_state) if self.random_state is not None else 0) + int(j)
+        base = getattr(self, "seed_", self.random_state)
+        seed = (int(base) if isinstance(base, (numbers.Integral, np.integer)) else 0) + int(j)
         one = clone(self).set_params(n_seeds=1, random_state=seed)
         one.classes_, one.n_features_in_, one.standardizer_ = self.classes_, self.n_features_in_, self.standardizer_
         one.model_ = models[int(j)]
@@ -282,7 +395,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         if not hasattr(bags, "rows"):
             bags = check_bags(bags)  # a lazy dataset checks its files itself, as it reads them
         y_enc, classes = check_labels(y, len(bags))
-        seed = int(self.random_state) if self.random_state is not None else 0
+        seed = self.seed_ = _seed_from(self.random_state)
         fit = train_streaming(
             bags, y_enc, mconf, tconf, seed=seed, n_classes=len(classes), standardization=self.standardization,
             chunk_size=int(self.chunk_size), dtype=dtype, device=resolve_device(self.device), autocast=self.autocast,
@@ -308,6 +421,10 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         of about ``chunk_size`` instances at a time, so it is never all in memory.
         """
         self._check_fitted()
+        _check_chunk_size(self.chunk_size)
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None and _frame_names(bags) is not None:
+            bags = _align_frames(bags, list(names))
         if hasattr(bags, "rows") and hasattr(bags, "sizes"):
             ends = np.cumsum(np.asarray(bags.sizes))
             cuts, start = [0], 0
@@ -324,13 +441,16 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
     def _pooled(self, bags: list[np.ndarray]) -> torch.Tensor:
         std = self.standardizer_.transform(bags)
+        _check_range(std, self.model_.prototypes.dtype)
         sizes = np.array([len(b) for b in std])
         bag_index = np.repeat(np.arange(len(std)), sizes)
         return self.model_.pooled_chunked(np.concatenate(std), bag_index, len(std), self.chunk_size)[0]
 
     def _logits(self, bags) -> torch.Tensor:
         with torch.no_grad():
-            return head_logits(self._features(bags), self.model_.weight, self.model_.bias)
+            logits = head_logits(self._features(bags), self.model_.weight, self.model_.bias)
+        _check_finite_scores(logits, "scores")
+        return logits
 
     def predict_proba(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Class probabilities, shape (n_bags, n_classes), columns in ``classes_`` order (members averaged)."""
@@ -368,66 +488,97 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
     # -------------------------------------------------------- save/load
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the fitted model, its configuration and standardisation to one file.
+        """Write the fitted model to one safetensors file with a verified JSON header.
 
-        The file is written to a temporary name and renamed, so an interrupted
-        save never leaves a truncated checkpoint behind.
+        The header holds the parameters, classes, feature names (when known),
+        the standardisation mode and the training history; the tensors hold the
+        model's state dict and the standardisation statistics. See
+        :mod:`minitorch_proto.serialization`: the write is atomic, and
+        :meth:`load` checks a sha256 of everything.
         """
         self._check_fitted()
-        path = Path(path)
-        payload = {
-            "format": _CHECKPOINT_FORMAT,
-            "params": json.dumps({k: (list(v) if isinstance(v, tuple) else v) for k, v in self.get_params().items()}),
-            "classes": self.classes_.tolist(),
-            "n_features": int(self.n_features_in_),
-            "state_dict": self.model_.state_dict(),
-            "standardizer": self.standardizer_.get_state(),
-            "history": self.history_,
-            # Ensemble members after the first (state dicts of the same shapes, in seed order).
-            "members": [m.state_dict() for m in getattr(self, "models_", [self.model_])[1:]],
+        models = getattr(self, "models_", [self.model_])
+        tensors = {f"model/{k}": v for k, v in models[0].state_dict().items()}
+        # Ensemble members after the first: state dicts of the same shapes, in seed order.
+        for j, member in enumerate(models[1:], start=1):
+            tensors.update({f"member{j}/{k}": v for k, v in member.state_dict().items()})
+        state = self.standardizer_.get_state()
+        for key in ("mean", "scale"):
+            if state.get(key) is not None:
+                tensors[f"standardizer/{key}"] = np.asarray(state[key], dtype=np.float64)
+        params = self.get_params()
+        if not isinstance(params["random_state"], (type(None), numbers.Integral, np.integer)):
+            params["random_state"] = None  # a generator's state is not part of the fitted model
+        names = getattr(self, "feature_names_in_", None)
+        header = {
+            "estimator": type(self).__name__,
+            "params": to_jsonable(params),
+            "classes": to_jsonable(self.classes_),
+            "classes_dtype": self.classes_.dtype.str,
+            "n_features_in": int(self.n_features_in_),
+            "feature_names_in": None if names is None else [str(n) for n in names],
+            "n_members": len(models),
+            "standardizer": {"mode": state["mode"]},
+            "history": to_jsonable(self.history_),
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
-        os.close(fd)
-        try:
-            torch.save(payload, tmp)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return save_model_file(path, tensors, header)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "PrototypeMILClassifier":
-        """Read a model written by :meth:`save`."""
-        path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"No checkpoint at {path}.")
-        payload = torch.load(path, map_location="cpu", weights_only=False)
-        if not isinstance(payload, dict) or payload.get("format") != _CHECKPOINT_FORMAT:
-            raise ValueError(f"{path} is not a minitorch_proto checkpoint (format {_CHECKPOINT_FORMAT}).")
-        params = json.loads(payload["params"])
-        if "pooling" in params:
-            params["pooling"] = tuple(params["pooling"])
-        clf = cls(**params)
-        clf.classes_ = np.asarray(payload["classes"])
-        clf.n_features_in_ = payload["n_features"]
-        # The initialisation is irrelevant here (the saved weights replace it), and
-        # data-driven inits would need the training instances: build with "normal".
-        config = replace(clf.model_config(), init="normal")
-        model = PrototypeMIL(clf.n_features_in_, len(clf.classes_), config)
-        model.load_state_dict(payload["state_dict"])
-        model.config = clf.model_config()
-        model.eval()
+        """Read a model written by :meth:`save` (or by version 0.1, safely).
+
+        Raises
+        ------
+        FileNotFoundError
+            If there is no file at ``path``.
+        ModelFileError
+            (a ``ValueError``) with a one-line message if the file is damaged
+            (checksum), not a model file, unsafe (a pickle that would need code to
+            run) or holds another estimator.
+        """
+        mf = load_model_file(path)
+        h = mf.header
+        if h.get("estimator", cls.__name__) != cls.__name__:
+            raise ModelFileError(f"{path} holds a {h.get('estimator')}, not a {cls.__name__}.")
+        try:
+            params = dict(h["params"])
+            if "pooling" in params and not isinstance(params["pooling"], str):
+                params["pooling"] = tuple(params["pooling"])
+            unknown = sorted(set(params) - set(cls._get_param_names()))
+            if unknown:
+                raise ModelFileError(f"{path} was written by a newer version (unknown parameters {unknown}).")
+            clf = cls(**params)
+            dtype = h.get("classes_dtype")
+            clf.classes_ = np.asarray(h["classes"], dtype=np.dtype(dtype) if dtype else None)
+            clf.n_features_in_ = int(h["n_features_in"])
+            if h.get("feature_names_in") is not None:
+                clf.feature_names_in_ = np.asarray(h["feature_names_in"], dtype=object)
+            # The initialisation is irrelevant here (the saved weights replace it), and
+            # data-driven inits would need the training instances: build with "normal".
+            model = PrototypeMIL(clf.n_features_in_, len(clf.classes_), replace(clf.model_config(), init="normal"))
+            state = {k[len("model/"):]: v for k, v in mf.tensors.items() if k.startswith("model/")}
+            model.load_state_dict(state)
+            std = {"mode": h["standardizer"]["mode"], "mean": None, "scale": None}
+            for key in ("mean", "scale"):
+                if f"standardizer/{key}" in mf.tensors:
+                    std[key] = mf.tensors[f"standardizer/{key}"].numpy()
+            clf.standardizer_ = BagStandardizer.from_state(std)
+            clf.history_ = h.get("history", [])
+            clf.models_ = [model]
+            for j in range(1, int(h.get("n_members", 1))):
+                member = PrototypeMIL(clf.n_features_in_, len(clf.classes_), replace(clf.model_config(), init="normal"))
+                prefix = f"member{j}/"
+                member.load_state_dict({k[len(prefix):]: v for k, v in mf.tensors.items() if k.startswith(prefix)})
+                clf.models_.append(member)
+        except ModelFileError:
+            raise
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelFileError(f"{path} does not describe a {cls.__name__} this version can build: {first}") from None
+        for m in clf.models_:
+            m.config = clf.model_config()
+            m.eval()
         clf.model_ = model
-        clf.standardizer_ = BagStandardizer.from_state(payload["standardizer"])
-        clf.history_ = payload["history"]
-        clf.models_ = [model]
-        for state in payload.get("members", []):
-            member = PrototypeMIL(clf.n_features_in_, len(clf.classes_), config)
-            member.load_state_dict(state)
-            member.config = clf.model_config()
-            clf.models_.append(member.eval())
         return clf
 
 

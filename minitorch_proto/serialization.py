@@ -53,6 +53,7 @@ __all__ = [
     "save_model_file",
     "staged_directory",
     "tensor_digest",
+    "to_jsonable",
     "write_atomic",
 ]
 
@@ -131,6 +132,35 @@ def tensor_digest(tensors: Mapping[str, torch.Tensor], header: Mapping | None = 
     rest = {k: v for k, v in (header or {}).items() if k != "sha256"}
     h.update(_canonical_json(rest))
     return h.hexdigest()
+
+
+def to_jsonable(value):
+    """``value`` with NumPy scalars/arrays and tuples turned into plain JSON types.
+
+    Parameters
+    ----------
+    value : nested dicts, lists, tuples, NumPy values, str, int, float, bool or None
+
+    Returns
+    -------
+    The same structure built from dict, list, str, int, float, bool and None.
+
+    Raises
+    ------
+    TypeError
+        For anything else (a random generator object, a function...), naming it.
+    """
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return to_jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"{type(value).__name__} cannot be written to a model file header.")
 
 
 # --------------------------------------------------------------------------- #

@@ -118,9 +118,18 @@ def check_labels(y, n_bags: int | None = None, *, min_classes: int = 2) -> tuple
         raise ValueError(f"Found {n_bags} bags but {len(y_arr)} labels: they must match.")
     if y_arr.dtype.kind == "f" and not np.all(np.isfinite(y_arr)):
         raise ValueError("y contains NaN or infinite labels.")
+    if y_arr.dtype == object:
+        # v != v is the NaN test that works for any object.
+        missing = [i for i, v in enumerate(y_arr) if v is None or v != v]
+        if missing:
+            raise ValueError(f"y holds a missing label (None or NaN) at position {missing[0]}; every bag needs a label.")
     if y_arr.dtype.kind == "f" and np.any(y_arr != np.round(y_arr)):
         raise ValueError("y must hold class labels, not continuous values.")
-    classes, encoded = np.unique(y_arr, return_inverse=True)
+    try:
+        classes, encoded = np.unique(y_arr, return_inverse=True)
+    except TypeError:
+        kinds = sorted({type(v).__name__ for v in y_arr})
+        raise ValueError(f"y mixes label types {kinds} that cannot be sorted; use one type.") from None
     if len(classes) < min_classes:
         raise ValueError(
             f"y has {len(classes)} distinct class(es) {classes.tolist()}; "

@@ -1,8 +1,11 @@
 """The command-line interface, run as a user would (a real subprocess for the entry point)."""
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -86,3 +89,154 @@ def test_cv_command_on_a_users_csv(tmp_path, capsys):
     assert main(["cv", "--csv", str(csv), "--repeats", "1", "--folds", "2", "--epochs", "2", "--out", str(out),
                  "--device", "cpu"]) == 0
     assert len(pd.read_csv(out)) == 2
+
+
+# --------------------------------------------------------------------------- #
+# Issue 15: model files, predictions and outputs a user can trust
+# --------------------------------------------------------------------------- #
+def _user_frame(n_bags=30, seed=0, labels=(0, 1)):
+    bags, y = make_concept_bags(n_bags=n_bags, seed=seed)
+    rows = [dict(bag=f"b{i}", label=labels[int(y[i])], **{f"f{j}": v for j, v in enumerate(inst)})
+            for i, bag in enumerate(bags) for inst in bag]
+    return pd.DataFrame(rows), y
+
+
+TRAIN = ["--epochs", "30", "--prototypes", "8", "--lr-prototypes", "0.03", "--lr-classifier", "0.03",
+         "--device", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A model trained by the CLI on a user's CSV with named feature columns."""
+    root = tmp_path_factory.mktemp("trained")
+    frame, y = _user_frame()
+    csv = root / "mine.csv"
+    frame.to_csv(csv, index=False)
+    model = root / "model.safetensors"
+    assert main(["train", "--csv", str(csv), "--out", str(model), *TRAIN]) == 0
+    return frame, y, model
+
+
+def _predict(model, frame, tmp_path, name):
+    csv = tmp_path / f"{name}.csv"
+    frame.to_csv(csv, index=False)
+    out = tmp_path / f"{name}_pred.csv"
+    assert main(["predict", "--model", str(model), "--csv", str(csv), "--out", str(out)]) == 0
+    return pd.read_csv(out)
+
+
+def test_model_file_records_classes_and_feature_names(trained):
+    from minitorch_proto.estimator import load_model
+    from minitorch_proto.serialization import load_model_file
+
+    _, _, model = trained
+    clf = load_model(model)
+    assert list(clf.feature_names_in_) == ["f0", "f1", "f2", "f3"]
+    assert list(clf.classes_) == [0, 1]
+    header = load_model_file(model).header
+    assert header["format"] == "minitorch_proto.model" and header["params"]["n_prototypes"] == 8
+
+
+def test_predict_scores_bags_without_a_label_column(trained, tmp_path):
+    frame, y, model = trained
+    labelled = _predict(model, frame, tmp_path, "labelled")
+    unlabelled = _predict(model, frame.drop(columns="label"), tmp_path, "unlabelled")
+    assert list(unlabelled.columns) == ["bag", "predicted", "proba_0", "proba_1"]
+    pd.testing.assert_frame_equal(labelled, unlabelled)
+    assert (unlabelled.predicted == y).mean() > 0.8
+
+
+def test_predict_matches_feature_columns_by_name(trained, tmp_path):
+    frame, _, model = trained
+    straight = _predict(model, frame, tmp_path, "straight")
+    # Columns reversed, bag and label moved: the model must still see f0..f3 in its own order.
+    shuffled = frame[["f3", "label", "f1", "f0", "bag", "f2"]]
+    reordered = _predict(model, shuffled, tmp_path, "reordered")
+    pd.testing.assert_frame_equal(straight, reordered)
+
+
+def test_labels_1_2_are_encoded_alike_by_train_predict_and_cv(tmp_path):
+    frame01, y = _user_frame(n_bags=20)
+    frame12 = frame01.assign(label=frame01.label + 1)
+    runs = {}
+    for name, frame in (("01", frame01), ("12", frame12)):
+        csv = tmp_path / f"{name}.csv"
+        frame.to_csv(csv, index=False)
+        out = tmp_path / f"cv{name}.csv"
+        assert main(["cv", "--csv", str(csv), "--repeats", "1", "--folds", "2", "--epochs", "3", "--out", str(out),
+                     "--device", "cpu"]) == 0
+        runs[name] = pd.read_csv(out)
+    assert runs["12"].auc.notna().all()
+    np.testing.assert_allclose(runs["12"].accuracy, runs["01"].accuracy)
+    np.testing.assert_allclose(runs["12"].auc, runs["01"].auc)
+    model = tmp_path / "m12.safetensors"
+    assert main(["train", "--csv", str(tmp_path / "12.csv"), "--out", str(model), "--epochs", "3",
+                 "--device", "cpu"]) == 0
+    pred = _predict(model, frame12.drop(columns="label"), tmp_path, "p12")
+    assert list(pred.columns) == ["bag", "predicted", "proba_1", "proba_2"]
+    assert set(pred.predicted) <= {1, 2}
+
+
+def test_output_files_honour_the_umask(trained, tmp_path):
+    frame, _, model = trained
+    old = os.umask(0o022)
+    try:
+        preds = tmp_path / "p.csv"
+        csv = tmp_path / "in.csv"
+        frame.to_csv(csv, index=False)
+        assert main(["predict", "--model", str(model), "--csv", str(csv), "--out", str(preds)]) == 0
+        model2 = tmp_path / "m.safetensors"
+        assert main(["train", "--csv", str(csv), "--out", str(model2), "--epochs", "1", "--device", "cpu"]) == 0
+        for p in (preds, model2):
+            assert stat.S_IMODE(p.stat().st_mode) == 0o644, p
+    finally:
+        os.umask(old)
+
+
+def _toy_benchmarks(args, names):
+    from minitorch_proto.data import BagDataset
+
+    bags, y = make_concept_bags(n_bags=12, seed=1)
+    return {n: BagDataset(n, bags, y, np.arange(len(bags))) for n in names}
+
+
+def test_reproduce_writes_all_files_or_none(tmp_path, monkeypatch):
+    import minitorch_proto.cli as cli
+
+    monkeypatch.setattr(cli, "_load_benchmarks", _toy_benchmarks)
+    out = tmp_path / "res"
+    argv = ["reproduce", "--datasets", "toy", "--repeats", "1", "--folds", "2", "--epochs", "1", "--out", str(out),
+            "--quiet", "--device", "cpu"]
+    assert main(argv) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert {"results.csv", "summary.csv", "timings.csv", "table2.txt"} <= set(before)
+    (out / "notes.txt").write_text("the user's own file")
+
+    # A crash while the third result file is written: nothing of the new run may appear.
+    real = Path.write_text
+    calls = []
+
+    def crash(self, *a, **k):
+        calls.append(self.name)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return real(self, *a, **k)
+
+    monkeypatch.setattr(Path, "write_text", crash)
+    assert main([*argv, "--seed", "7"]) == 1
+    monkeypatch.setattr(Path, "write_text", real)
+    after = {p.name: p.read_bytes() for p in out.iterdir() if p.name != "notes.txt"}
+    assert after == before
+    assert (out / "notes.txt").read_text() == "the user's own file"
+    assert [p.name for p in tmp_path.iterdir()] == ["res"]  # no staging folder left behind
+    # And a run that finishes replaces them.
+    assert main([*argv, "--seed", "7"]) == 0
+    assert (out / "results.csv").read_bytes() != before["results.csv"]
+
+
+def test_unknown_method_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "--methods", "prototype,nosuch", "--out", str(tmp_path / "r")])
+    assert exc.value.code == 2
+    assert "nosuch" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()

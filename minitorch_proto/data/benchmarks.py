@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .containers import BagDataset
-from .download import DATA_ENV_VAR, ChecksumError, default_cache_dir, download_file, sha256_of
+from .download import DATA_ENV_VAR, ChecksumError, default_cache_dir, download_deadline, download_file, sha256_of
 from .readers import read_mil_csv, read_mil_mat
 
 __all__ = ["BENCHMARKS", "BenchmarkInfo", "load_benchmark", "read_split_files"]
@@ -232,6 +232,7 @@ def load_benchmark(
     download: bool = True,
     cache_dir: str | os.PathLike | None = None,
     verify: bool = True,
+    download_timeout: float | None = None,
 ) -> BagDataset:
     """Load one of the classic MIL benchmarks.
 
@@ -259,6 +260,9 @@ def load_benchmark(
         copy that differs byte-wise, e.g. re-saved with other line endings).
         Downloads are always verified. The bag, label, instance and feature
         counts are checked either way.
+    download_timeout : float, optional
+        Overall limit in seconds for a download (see :func:`download_file`'s
+        ``deadline``; default ``$MINITORCH_PROTO_DOWNLOAD_TIMEOUT``, else 900 s).
 
     Returns
     -------
@@ -278,6 +282,8 @@ def load_benchmark(
         If downloading failed from every URL.
     """
     info = _benchmark_info(name)
+    if download_timeout is not None:
+        download_deadline(download_timeout)  # a bad value is an error even when no download is needed
     env_dir = os.environ.get(DATA_ENV_VAR)
     if data_dir is not None or env_dir:
         folder = Path(data_dir if data_dir is not None else env_dir).expanduser()
@@ -304,7 +310,7 @@ def load_benchmark(
                     f"as {target}, or put it in a folder and set {DATA_ENV_VAR} to that "
                     f"folder (or pass data_dir=...). {_sources_text(info)}"
                 )
-            download_file(info.urls, target, info.sha256)
+            download_file(info.urls, target, info.sha256, deadline=download_timeout)
             found = (target, "csv")
     path, fmt = found
     if verify:

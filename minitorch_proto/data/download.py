@@ -8,8 +8,10 @@ with ``data_dir`` or ``$MINITORCH_PROTO_DATA`` are only ever read.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 from typing import Sequence
@@ -17,9 +19,12 @@ from typing import Sequence
 __all__ = [
     "CACHE_ENV_VAR",
     "DATA_ENV_VAR",
+    "DEFAULT_DOWNLOAD_TIMEOUT",
+    "DOWNLOAD_TIMEOUT_ENV_VAR",
     "ChecksumError",
     "DownloadError",
     "default_cache_dir",
+    "download_deadline",
     "download_file",
     "sha256_of",
 ]
@@ -27,6 +32,13 @@ __all__ = [
 
 DATA_ENV_VAR = "MINITORCH_PROTO_DATA"
 CACHE_ENV_VAR = "MINITORCH_PROTO_CACHE"
+DOWNLOAD_TIMEOUT_ENV_VAR = "MINITORCH_PROTO_DOWNLOAD_TIMEOUT"
+# Overall limit for one file, all mirrors included: the largest benchmark file is a
+# few MB, so 15 minutes is generous on any link that is actually transferring.
+DEFAULT_DOWNLOAD_TIMEOUT = 900.0
+# A live download rewrites its .part file at least every `timeout` seconds (or fails),
+# so one untouched this long belongs to an interrupted run.
+_STALE_PART_SECONDS = 3600.0
 
 _CHUNK = 1 << 20
 
@@ -91,24 +103,98 @@ def _progress_bar(total: int | None, desc: str, enabled: bool):
     return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=desc, leave=False)
 
 
-def _fetch_one(url: str, dest: Path, sha256: str | None, timeout: float, progress: bool) -> None:
-    """Download ``url`` to ``dest`` atomically; on failure leave nothing behind."""
+def download_deadline(deadline: float | None = None) -> float:
+    """The overall download limit in seconds: ``deadline``, else the environment, else the default.
+
+    Parameters
+    ----------
+    deadline : float, optional
+        Seconds; ``None`` reads ``$MINITORCH_PROTO_DOWNLOAD_TIMEOUT``, falling back to
+        :data:`DEFAULT_DOWNLOAD_TIMEOUT`.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        If the value (or the environment variable) is not a positive number.
+    """
+    source = "deadline"
+    if deadline is None:
+        env = os.environ.get(DOWNLOAD_TIMEOUT_ENV_VAR, "").strip()
+        if not env:
+            return DEFAULT_DOWNLOAD_TIMEOUT
+        source = f"${DOWNLOAD_TIMEOUT_ENV_VAR}"
+        try:
+            deadline = float(env)
+        except ValueError:
+            raise ValueError(f"{source}={env!r} is not a number of seconds.") from None
+    try:
+        value = float(deadline)
+    except (TypeError, ValueError):
+        raise ValueError(f"the download deadline must be a number of seconds, got {deadline!r}.") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"the download deadline ({source}) must be a positive number of seconds, got {deadline!r}.")
+    return value
+
+
+def _remove_stale_parts(dest: Path) -> None:
+    """Delete ``.part`` files of ``dest`` left by interrupted runs (not ones still being written)."""
+    now = time.time()
+    for part in dest.parent.glob(f".{dest.name}.*.part"):
+        try:
+            if now - part.stat().st_mtime > _STALE_PART_SECONDS:
+                part.unlink()
+        except OSError:
+            pass  # another process removed or finished it meanwhile
+
+
+def _file_mode() -> int:
+    # mkstemp creates 0600; a finished download gets what the umask gives a new file.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _fetch_one(url: str, dest: Path, sha256: str | None, timeout: float, progress: bool,
+               end: float = math.inf, limit: float = math.inf) -> None:
+    """Download ``url`` to ``dest`` atomically; on failure leave nothing behind.
+
+    ``end`` is the :func:`time.monotonic` time by which the whole transfer must be
+    over (``limit`` seconds after the download began, for the message).
+    """
+    def check_deadline(n_read: int) -> None:
+        if time.monotonic() > end:
+            raise TimeoutError(
+                f"stopped after {n_read} bytes: the overall download deadline of {limit:g} s passed "
+                f"(raise it with deadline=, --download-timeout or ${DOWNLOAD_TIMEOUT_ENV_VAR})"
+            )
+
+    check_deadline(0)
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
     tmp = Path(tmp_name)
     try:
         h = hashlib.sha256()
         n_read = 0
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+        # The socket timeout bounds each wait; the deadline bounds the sum of them.
+        wait = max(0.1, min(timeout, end - time.monotonic()))
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=wait) as resp:
             length = resp.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
             bar = _progress_bar(total, dest.name, progress)
+            # read1 returns what has arrived instead of waiting for a full chunk, so a
+            # server that trickles bytes cannot hold a single read past the deadline.
+            read = getattr(resp, "read1", resp.read)
             try:
-                for chunk in iter(lambda: resp.read(_CHUNK), b""):
+                for chunk in iter(lambda: read(_CHUNK), b""):
                     out.write(chunk)
                     h.update(chunk)
                     n_read += len(chunk)
                     if bar is not None:
                         bar.update(len(chunk))
+                    check_deadline(n_read)
             finally:
                 if bar is not None:
                     bar.close()
@@ -119,6 +205,7 @@ def _fetch_one(url: str, dest: Path, sha256: str | None, timeout: float, progres
         got = h.hexdigest()
         if sha256 is not None and got != sha256.lower():
             raise ChecksumError(f"sha256 mismatch: expected {sha256.lower()}, got {got}")
+        os.chmod(tmp, _file_mode())
         os.replace(tmp, dest)
     finally:
         # After a successful os.replace the temporary name no longer exists.
@@ -131,6 +218,7 @@ def download_file(
     sha256: str | None,
     *,
     timeout: float = 30,
+    deadline: float | None = None,
     progress: bool = True,
 ) -> Path:
     """Download a file, trying several URLs, and check its sha256.
@@ -149,7 +237,12 @@ def download_file(
     sha256 : str or None
         Expected hex sha256; ``None`` skips the check.
     timeout : float
-        Socket timeout in seconds for each URL.
+        Socket timeout in seconds: the longest wait for the server at any moment.
+    deadline : float, optional
+        Overall limit in seconds for the whole call, all URLs included (a server
+        sending one byte every few seconds never trips ``timeout``). Default:
+        ``$MINITORCH_PROTO_DOWNLOAD_TIMEOUT``, else :data:`DEFAULT_DOWNLOAD_TIMEOUT`.
+        It may be overrun by at most one ``timeout``.
     progress : bool
         Show a tqdm progress bar (when tqdm is installed).
 
@@ -161,20 +254,33 @@ def download_file(
     Raises
     ------
     DownloadError
-        (a ``RuntimeError``) if every URL failed. The message lists each URL
-        with its error and says where to put the file by hand.
+        (a ``RuntimeError``) if every URL failed or the deadline passed. The
+        message lists each URL with its error and says where to put the file by hand.
+    ValueError
+        If ``deadline`` (or the environment variable) is not a positive number.
+
+    Notes
+    -----
+    ``.part`` files of ``dest`` that nobody has written to for an hour (left by
+    a killed run) are removed first.
     """
     if isinstance(urls, (str, bytes, os.PathLike)):
         urls = [os.fsdecode(urls)]
     urls = list(urls)
     if not urls:
         raise ValueError("download_file needs at least one URL.")
+    limit = download_deadline(deadline)
+    end = time.monotonic() + limit
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_parts(dest)
     errors: list[str] = []
     for url in urls:
+        if time.monotonic() > end and errors:
+            errors.append(f"  {url}\n      -> not tried: the overall download deadline of {limit:g} s passed")
+            continue
         try:
-            _fetch_one(url, dest, sha256, timeout, progress)
+            _fetch_one(url, dest, sha256, timeout, progress, end, limit)
             return dest
         # Any failure of one mirror (URLError, HTTPError, timeout, unknown scheme,
         # IncompleteRead, ChecksumError) is recorded and the next one is tried.
