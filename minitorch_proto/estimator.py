@@ -362,6 +362,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         seed = (int(base) if isinstance(base, (numbers.Integral, np.integer)) else 0) + int(j)
         one = clone(self).set_params(n_seeds=1, random_state=seed)
         one.classes_, one.n_features_in_, one.standardizer_ = self.classes_, self.n_features_in_, self.standardizer_
+        if hasattr(self, "feature_names_in_"):
+            one.feature_names_in_ = self.feature_names_in_
         one.model_ = models[int(j)]
         one.models_ = [one.model_]
         histories = getattr(self, "histories_", None)

@@ -300,8 +300,11 @@ def load_model_file(path: str | os.PathLike) -> ModelFile:
     except ValueError as exc:
         raise ModelFileError(str(exc)) from None
     data = p.read_bytes()
-    # torch.save writes a zip archive (PK..) or, with the old serialisation, a raw pickle (0x80).
-    if data[:4] == b"PK\x03\x04" or data[:1] == b"\x80":
+    # safetensors starts with its JSON header's length, then "{"; torch.save writes a zip
+    # archive (PK..) or, with the old serialisation, a raw pickle (0x80). The safetensors
+    # test comes first: its length's low byte may itself be 0x80.
+    looks_safetensors = len(data) > 8 and data[8:9] == b"{" and struct.unpack("<Q", data[:8])[0] <= len(data) - 8
+    if not looks_safetensors and (data[:4] == b"PK\x03\x04" or data[:1] == b"\x80"):
         return _load_legacy(p)
     header = _read_header(p, data)
     version = header.get("version")

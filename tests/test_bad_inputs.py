@@ -455,3 +455,67 @@ def print_table() -> int:
 
 if __name__ == "__main__":
     sys.exit(print_table())
+
+
+# --------------------------------------------------------------------------- #
+# Behaviours the table relies on: round trips, names, seeds
+# --------------------------------------------------------------------------- #
+def test_model_file_round_trip_keeps_classes_names_and_members(tmp_path):
+    bags, y = make_concept_bags(n_bags=16, seed=3)
+    labels = np.where(y == 1, "pos", "neg")
+    frames = [pd.DataFrame(b, columns=FEATURES) for b in bags]
+    clf = PrototypeMILClassifier(n_prototypes=3, epochs=2, device="cpu", n_seeds=2).fit(frames, labels)
+    old = os.umask(0o022)
+    try:
+        path = clf.save(tmp_path / "m.safetensors")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+    again = load_model(path)
+    assert list(again.classes_) == ["neg", "pos"] and list(again.feature_names_in_) == FEATURES
+    assert len(again.models_) == 2
+    np.testing.assert_array_equal(again.predict_proba(bags), clf.predict_proba(bags))
+    # Columns in another order are matched by name, not position.
+    shuffled = [f[FEATURES[::-1]] for f in frames]
+    np.testing.assert_array_equal(again.predict_proba(shuffled), clf.predict_proba(bags))
+
+
+def test_old_torch_files_load_without_unpickling_code(env: Env, tmp_path):
+    # The layout version 0.1 wrote: torch.save of a dict holding tensors, NumPy arrays and JSON text.
+    import json
+
+    clf = env.clf
+    params = {k: (list(v) if isinstance(v, tuple) else v) for k, v in clf.get_params().items()}
+    payload = {"format": 1, "params": json.dumps(params), "classes": clf.classes_.tolist(),
+               "n_features": int(clf.n_features_in_), "state_dict": clf.model_.state_dict(),
+               "standardizer": clf.standardizer_.get_state(), "history": clf.history_}
+    torch.save(payload, tmp_path / "old.pt")
+    with pytest.warns(UserWarning, match="old model-file format"):
+        again = load_model(tmp_path / "old.pt")
+    np.testing.assert_array_equal(again.predict_proba(env.bags), clf.predict_proba(env.bags))
+
+
+def test_header_length_with_a_pickle_like_first_byte_is_still_read(tmp_path):
+    # safetensors begins with the header length: its low byte can be 0x80, a pickle's first byte.
+    from minitorch_proto.serialization import load_model_file, save_model_file
+
+    for pad in range(300):
+        p = save_model_file(tmp_path / "t.safetensors", {"w": torch.ones(2)}, {"pad": "x" * pad})
+        if p.read_bytes()[0] == 0x80:
+            break
+    else:
+        pytest.fail("no padding gave a 0x80 first byte")
+    assert load_model_file(p).header["pad"] == "x" * pad
+
+
+def test_random_state_follows_scikit_learn(env: Env):
+    def weights(rs):
+        m = PrototypeMILClassifier(n_prototypes=3, epochs=1, device="cpu", random_state=rs).fit(env.bags, env.y)
+        return m.model_.prototypes.detach().numpy().copy()
+
+    np.testing.assert_array_equal(weights(0), weights(0))
+    assert not np.array_equal(weights(None), weights(None))  # fresh entropy each fit
+    np.testing.assert_array_equal(weights(np.random.RandomState(5)), weights(np.random.RandomState(5)))
+    np.testing.assert_array_equal(weights(np.random.default_rng(5)), weights(np.random.default_rng(5)))
+    rs = np.random.RandomState(5)
+    assert not np.array_equal(weights(rs), weights(rs))  # the stream advances
