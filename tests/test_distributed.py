@@ -27,6 +27,7 @@ CONFIGS = {
                                                     distance="sqeuclidean"),
     "cosine, pooled penalty": PrototypeMILConfig(n_prototypes=3, pooling=("max", "mean"), distance="cosine",
                                                  distance_penalty="pooled"),
+    "monotone variant": PrototypeMILConfig(n_prototypes=3, pooling=("min",), layer_norm=False, monotone=True),
 }
 TRAIN = TrainConfig(epochs=3, batch_size=4, lr_prototypes=1e-2, lr_classifier=2e-2)
 

@@ -206,6 +206,21 @@ def test_training_keeps_the_weights_nonpositive(backend):
     assert (fit.weight == 0).any(), "the projection never bound: the test would not see it missing"
 
 
+def test_streaming_engine_projects_like_the_reference_trainer(one_torch_thread):
+    from minitorch_proto.training import TrainConfig, train_model
+    from minitorch_proto.training.distributed import train_streaming
+
+    bags, y = make_concept_bags(n_bags=16, n_features=3, seed=4)
+    config, tconf = monotone_config(n_prototypes=4), TrainConfig(epochs=3, batch_size=4, lr_prototypes=1e-2,
+                                                                  lr_classifier=0.2)
+    fit = train_streaming(bags, y, config, tconf, seed=1, dtype=torch.float64, chunk_size=5)
+    model = PrototypeMIL(3, 2, config, generator=torch.Generator().manual_seed(1)).double()
+    train_model(model, [torch.as_tensor(fit.standardizer.transform_instances(b)) for b in bags], torch.as_tensor(y),
+                tconf, seed=1)
+    torch.testing.assert_close(fit.model.weight, model.weight.detach(), rtol=1e-9, atol=1e-11)
+    assert (fit.model.weight <= 0).all() and (fit.model.weight == 0).any()
+
+
 def test_explanation_names_one_instance_per_prototype():
     from minitorch_proto.evaluation.explain import explain_bag
 

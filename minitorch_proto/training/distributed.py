@@ -53,6 +53,7 @@ from ..model import (
     normalize_features,
     penalty_terms,
     pooled_from_distances,
+    project_monotone_,
 )
 from ..preprocessing import BagStandardizer
 from ..utils import progress_bar, resolve_device
@@ -391,6 +392,8 @@ def train_streaming(
                         g = accumulated[i]
                     p.grad = g.clone()
             optimizer.step()
+            if model_config.monotone:  # every rank projects the same step: parameters stay equal
+                project_monotone_(model.weight)
             ce_sum, dp_sum = (float(v) for v in flat[-2:])
             sums += torch.tensor([ce_sum / B, float(pens["weight_penalty"].detach()),
                                   float(pens["prototype_penalty"].detach()), dp_sum / B], dtype=torch.float64)
