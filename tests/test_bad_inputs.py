@@ -480,6 +480,7 @@ def test_model_file_round_trip_keeps_classes_names_and_members(tmp_path):
     np.testing.assert_array_equal(again.predict_proba(shuffled), clf.predict_proba(bags))
 
 
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # torch's note on its own default protocol
 def test_old_torch_files_load_without_unpickling_code(env: Env, tmp_path):
     # The layout version 0.1 wrote: torch.save of a dict holding tensors, NumPy arrays and JSON text.
     import json
