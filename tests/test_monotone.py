@@ -234,3 +234,18 @@ def test_explanation_names_one_instance_per_prototype():
     attained = sorted(p for lst in table["attains_min"] for p in lst)
     assert len(attained) == 3 and len(set(attained)) == 3  # each prototype names exactly one instance
     assert float(table["share"].sum() + table.attrs["bias"]) == pytest.approx(table.attrs["decision_value"], abs=1e-5)
+
+
+def test_reproduce_method_builds_the_variant_and_keeps_overrides():
+    from types import SimpleNamespace
+
+    from minitorch_proto import cli
+    from minitorch_proto.paper import paper_configs
+
+    assert cli._parse_methods("prototype,prototype-monotone") == [cli.PROTOTYPE, cli.PROTOTYPE_MONOTONE]
+    mconf, tconf = paper_configs("musk1")
+    args = SimpleNamespace(prototypes=None, lambda_p=None, lambda_d=None, epochs=7, lr_prototypes=None,
+                           lr_classifier=None)
+    m, t = cli._monotone_configs(args, mconf, tconf)
+    assert (m.monotone, m.pooling, m.layer_norm, m.n_prototypes, m.init) == (True, ("min",), False, 32, "kmeans++")
+    assert (t.epochs, t.lr_prototypes, t.batch_size) == (7, 1e-2, 4)  # the command line's epochs win
