@@ -237,6 +237,7 @@ def test_explanation_names_one_instance_per_prototype():
 
 
 def test_reproduce_method_builds_the_variant_and_keeps_overrides():
+    from dataclasses import replace
     from types import SimpleNamespace
 
     from minitorch_proto import cli
@@ -244,6 +245,7 @@ def test_reproduce_method_builds_the_variant_and_keeps_overrides():
 
     assert cli._parse_methods("prototype,prototype-monotone") == [cli.PROTOTYPE, cli.PROTOTYPE_MONOTONE]
     mconf, tconf = paper_configs("musk1")
+    tconf = replace(tconf, epochs=7)  # as cli._configs leaves it after --epochs 7
     args = SimpleNamespace(prototypes=None, lambda_p=None, lambda_d=None, epochs=7, lr_prototypes=None,
                            lr_classifier=None)
     m, t = cli._monotone_configs(args, mconf, tconf)
