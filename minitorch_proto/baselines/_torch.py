@@ -24,6 +24,8 @@ from sklearn.utils import check_random_state
 from ..utils import resolve_device, torch_threads
 from ._base import BaseMILClassifier
 
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
 
 # ----------------------------------------------------------------------- segment ops
 def segment_max(values: torch.Tensor, bag_index: torch.Tensor, n_bags: int) -> torch.Tensor:
@@ -153,9 +155,39 @@ class TorchMILClassifier(BaseMILClassifier):
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}.")
         if self.n_threads is not None and int(self.n_threads) < 1:
             raise ValueError(f"n_threads must be >= 1 or None, got {self.n_threads}.")
+        self._torch_dtype()
+
+    def _torch_dtype(self) -> torch.dtype:
+        dtype = getattr(self, "dtype", "float32")
+        if dtype not in _DTYPES:
+            raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}.")
+        return _DTYPES[dtype]
 
     def _to_tensors(self, bags: list[np.ndarray], device: torch.device) -> list[torch.Tensor]:
-        return [torch.as_tensor(b, dtype=torch.float32).to(device) for b in bags]
+        dtype = self._torch_dtype()
+        return [torch.as_tensor(b, dtype=dtype).to(device) for b in bags]
+
+    def _setup_training(self, device: torch.device):
+        """Network, bag-order RNG and dropout generator, exactly as :meth:`fit` creates them.
+
+        The batched trainer (:mod:`minitorch_proto.baselines.batched`) calls this too, so a
+        model trained there starts from the same weights and draws the same bag orders and
+        dropout masks as one trained alone.
+        """
+        rng = check_random_state(self.random_state)
+        seed = int(rng.randint(0, 2**31 - 1))
+        init_gen = torch.Generator().manual_seed(seed)
+        # nn.Linear draws a default initialisation from the global RNG; fork it so the
+        # caller's RNG stream is left exactly as it was, then re-initialise from init_gen.
+        with torch.random.fork_rng(devices=[]):
+            net = self._build_network(self.n_features_in_)
+        init_linear_layers(net, init_gen, self._init_scheme)
+        net = net.to(device=device, dtype=self._torch_dtype())
+        drop_gen = torch.Generator(device=device).manual_seed(seed + 1)
+        for m in net.modules():
+            if isinstance(m, GeneratorDropout):
+                m.generator = drop_gen
+        return net, rng, drop_gen
 
     @staticmethod
     def _flat(tensors: Sequence[torch.Tensor], device: torch.device):
@@ -176,24 +208,11 @@ class TorchMILClassifier(BaseMILClassifier):
             return self._fit_torch(bags, y_enc, device)
 
     def _fit_torch(self, bags, y_enc, device):
-        rng = check_random_state(self.random_state)
-        seed = int(rng.randint(0, 2**31 - 1))
-
-        init_gen = torch.Generator().manual_seed(seed)
-        # nn.Linear draws a default initialisation from the global RNG; fork it so the
-        # caller's RNG stream is left exactly as it was, then re-initialise from init_gen.
-        with torch.random.fork_rng(devices=[]):
-            net = self._build_network(self.n_features_in_)
-        init_linear_layers(net, init_gen, self._init_scheme)
-        net = net.to(device)
-        drop_gen = torch.Generator(device=device).manual_seed(seed + 1)
-        for m in net.modules():
-            if isinstance(m, GeneratorDropout):
-                m.generator = drop_gen
+        net, rng, _ = self._setup_training(device)
         optimizer, scheduler = self._make_optimizer(net)
 
         xs = self._to_tensors(bags, device)
-        targets = torch.as_tensor(y_enc, dtype=torch.float32, device=device)
+        targets = torch.as_tensor(y_enc, dtype=self._torch_dtype(), device=device)
         loss_fn = nn.BCEWithLogitsLoss()
         n = len(xs)
         bs = int(self.batch_size)

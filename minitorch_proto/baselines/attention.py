@@ -85,6 +85,8 @@ class AttentionMIL(TorchMILClassifier):
     n_threads : int or None
         torch CPU threads during fit/predict (set, then restored); 1 by default because
         these small per-bag steps run fastest single-threaded. ``None`` leaves torch alone.
+    dtype : {"float32", "float64"}
+        Floating-point type of the network and data (float64 for exact comparisons).
     random_state : int, RandomState or None
     verbose : bool
         Show a tqdm progress bar over epochs.
@@ -112,6 +114,7 @@ class AttentionMIL(TorchMILClassifier):
         batch_size: int = 1,
         device="cpu",
         n_threads: int | None = 1,
+        dtype: str = "float32",
         random_state=None,
         verbose: bool = False,
     ):
@@ -126,6 +129,7 @@ class AttentionMIL(TorchMILClassifier):
         self.batch_size = batch_size
         self.device = device
         self.n_threads = n_threads
+        self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
 
@@ -136,9 +140,10 @@ class AttentionMIL(TorchMILClassifier):
             n_features, tuple(self.hidden_sizes), float(self.dropout), int(self.attention_dim), bool(self.gated)
         )
 
-    def _make_optimizer(self, net: nn.Module):
+    def _make_optimizer(self, net: nn.Module, fused: bool | None = None):
         opt = torch.optim.Adam(
-            net.parameters(), lr=float(self.lr), betas=tuple(self.betas), weight_decay=float(self.weight_decay)
+            net.parameters(), lr=float(self.lr), betas=tuple(self.betas), weight_decay=float(self.weight_decay),
+            fused=fused,
         )
         return opt, None
 
@@ -164,6 +169,7 @@ class GatedAttentionMIL(AttentionMIL):
         batch_size: int = 1,
         device="cpu",
         n_threads: int | None = 1,
+        dtype: str = "float32",
         random_state=None,
         verbose: bool = False,
     ):
@@ -179,6 +185,7 @@ class GatedAttentionMIL(AttentionMIL):
             batch_size=batch_size,
             device=device,
             n_threads=n_threads,
+            dtype=dtype,
             random_state=random_state,
             verbose=verbose,
         )

@@ -94,6 +94,7 @@ class _MINNBase(TorchMILClassifier):
         batch_size: int = 1,
         device="cpu",
         n_threads: int | None = 1,
+        dtype: str = "float32",
         random_state=None,
         verbose: bool = False,
     ):
@@ -110,10 +111,11 @@ class _MINNBase(TorchMILClassifier):
         self.batch_size = batch_size
         self.device = device
         self.n_threads = n_threads
+        self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
 
-    def _make_optimizer(self, net: nn.Module):
+    def _make_optimizer(self, net: nn.Module, fused: bool | None = None):
         weights = [p for n, p in net.named_parameters() if n.endswith("weight")]
         others = [p for n, p in net.named_parameters() if not n.endswith("weight")]
         # Keras l2(c) adds c*||W||^2 to the loss, i.e. 2c*W to the gradient.
@@ -123,10 +125,10 @@ class _MINNBase(TorchMILClassifier):
         ]
         if self.optimizer == "sgd":
             opt = torch.optim.SGD(
-                groups, lr=float(self.lr), momentum=float(self.momentum), nesterov=bool(self.nesterov)
+                groups, lr=float(self.lr), momentum=float(self.momentum), nesterov=bool(self.nesterov), fused=fused
             )
         elif self.optimizer == "adam":
-            opt = torch.optim.Adam(groups, lr=float(self.lr))
+            opt = torch.optim.Adam(groups, lr=float(self.lr), fused=fused)
         else:
             raise ValueError(f"optimizer must be 'sgd' or 'adam', got {self.optimizer!r}.")
         decay = float(self.lr_decay)
@@ -149,7 +151,7 @@ class MINet(_MINNBase):
     lr, momentum, nesterov, lr_decay : optimiser settings (``lr_decay``: ``lr/(1+lr_decay*step)``).
     weight_decay : float
         Keras-style L2 coefficient on weight matrices (``c * ||W||^2`` added to the loss).
-    n_epochs, batch_size, device, n_threads, random_state, verbose : see :class:`AttentionMIL`.
+    n_epochs, batch_size, device, n_threads, dtype, random_state, verbose : see :class:`AttentionMIL`.
     """
 
     def _build_network(self, n_features: int) -> nn.Module:

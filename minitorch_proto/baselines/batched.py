@@ -1,0 +1,393 @@
+"""Train many copies of one neural MIL baseline at once (all folds and seeds together).
+
+:func:`fit_many` takes one estimator (the settings) and a list of training sets with a
+``random_state`` each - typically the training bags of every cross-validation fold, or of
+every (fold, seed) pair of a seed ensemble - and returns one fitted estimator per set,
+the same objects :meth:`fit` would give, with the same parameters up to rounding: every
+model is built, initialised and fed by the estimator's own set-up code
+(``TorchMILClassifier._setup_training``), so it starts from the same weights, visits its
+own bags in the same order and draws the same dropout masks as when trained alone.
+
+How the copies advance together
+-------------------------------
+Each model's parameters are one slice of a stacked tensor (models x ...). At step ``t``
+model ``m`` takes one optimisation step on the ``t``-th bag of its own sequence (its
+per-epoch permutations, one after another). The bags of a step are padded to a common
+length and pushed through batched matrix products (``torch.baddbmm``); a boolean mask
+keeps padded rows out of the pooling, so they get no gradient. Where bag sizes differ a
+lot (Musk2: 1 to 1,044 instances), the models of a step are split into a few groups of
+similar bag size (chosen by a small dynamic programme that trades padding against the
+cost of another group), and each group gathers its models' parameter slices. The
+per-model losses are summed, so each slice receives exactly its own model's gradient.
+The optimiser is the estimator's own (``torch.optim`` Adam or SGD with Nesterov momentum
+and the learning-rate schedule), applied to the stacked tensors: all three are
+element-wise, so a slice evolves exactly as the single model's parameters would. Models
+with fewer steps (folds with fewer training bags) keep training on a repeated bag after
+their last step, but their parameters are copied out at that step and the later,
+meaningless updates touch only their own slice.
+
+Only ``batch_size=1`` (the papers' setting and the default) is batched; other settings
+fall back to fitting the models one after another.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import torch
+from sklearn.base import clone
+from torch import nn
+
+from ..utils import resolve_device, torch_threads
+from ._torch import GeneratorDropout, TorchMILClassifier
+from .attention import _AttentionNet
+from .minet import _EPS, _MINetNet, _miNetNet
+
+__all__ = ["fit_many", "is_batchable", "plan_groups"]
+
+
+def is_batchable(estimator) -> bool:
+    """True when :func:`fit_many` trains copies of ``estimator`` together (not one by one)."""
+    return isinstance(estimator, TorchMILClassifier) and int(getattr(estimator, "batch_size", 1)) == 1
+
+
+# --------------------------------------------------------------- grouping by bag size
+def plan_groups(sizes: np.ndarray, group_cost: float, model_cost: float) -> list[np.ndarray]:
+    """Split models into groups of similar bag size, minimising padded rows plus overheads.
+
+    Parameters
+    ----------
+    sizes : (n_models,) int
+        Bag size of each model at this step.
+    group_cost : float
+        Cost of one more group, in padded-row units (the fixed cost of its operations).
+    model_cost : float
+        Extra cost per model of a group that is not "all models in their natural order"
+        (gathering and scattering its parameter slice), in padded-row units.
+
+    Returns
+    -------
+    Index arrays, one per group. A single group holding every model in order is returned
+    as ``[np.arange(n_models)]``.
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    m = len(sizes)
+    whole = float(m * sizes.max()) + group_cost
+    if whole <= 1.5 * sizes.sum() + group_cost:
+        return [np.arange(m)]
+    order = np.argsort(sizes, kind="stable")
+    s = sizes[order].astype(np.float64)
+    # best[j]: cheapest split of the j smallest bags into contiguous groups (in sorted order).
+    best = np.zeros(m + 1)
+    cut = np.zeros(m + 1, dtype=np.int64)
+    for j in range(1, m + 1):
+        i = np.arange(j)
+        cost = best[:j] + (j - i) * (s[j - 1] + model_cost) + group_cost
+        k = int(np.argmin(cost))
+        best[j], cut[j] = cost[k], k
+    if whole <= best[m]:
+        return [np.arange(m)]
+    groups, j = [], m
+    while j > 0:
+        groups.append(order[cut[j] : j])
+        j = cut[j]
+    return groups[::-1]
+
+
+# ------------------------------------------------------------------ batched forwards
+def _linear(params: Mapping[str, torch.Tensor], name: str, x: torch.Tensor) -> torch.Tensor:
+    w, b = params[f"{name}.weight"], params.get(f"{name}.bias")
+    if b is None:  # pragma: no cover - every layer here has a bias
+        return torch.bmm(x, w.transpose(1, 2))
+    return torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))
+
+
+def _mlp(template: nn.Sequential, prefix: str, params, x, drop: torch.Tensor | None) -> torch.Tensor:
+    for i, layer in enumerate(template):
+        if isinstance(layer, nn.Linear):
+            x = _linear(params, f"{prefix}.{i}", x)
+        elif isinstance(layer, nn.ReLU):
+            x = torch.relu(x)
+        elif isinstance(layer, GeneratorDropout):
+            if drop is not None:
+                x = x * drop / (1.0 - layer.p)
+        else:  # pragma: no cover - make_mlp builds only these
+            raise TypeError(f"unexpected layer {type(layer).__name__}")
+    return x
+
+
+def _masked_max(v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return v.masked_fill(~mask.unsqueeze(-1), -torch.inf).amax(dim=1)
+
+
+def _masked_mean(v: torch.Tensor, mask: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    return (v * mask.unsqueeze(-1).to(v.dtype)).sum(dim=1) / counts.unsqueeze(-1)
+
+
+def _masked_lse(v: torch.Tensor, mask: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    m = _masked_max(v.detach(), mask)
+    e = torch.exp((v - m.unsqueeze(1)).masked_fill(~mask.unsqueeze(-1), -torch.inf))
+    return m + torch.log(e.sum(dim=1) / counts.unsqueeze(-1))
+
+
+def _pool(name: str, v, mask, counts):
+    if name == "max":
+        return _masked_max(v, mask)
+    if name == "mean":
+        return _masked_mean(v, mask, counts)
+    return _masked_lse(v, mask, counts)
+
+
+def batched_logits(template: nn.Module, params, x, mask, drop) -> torch.Tensor:
+    """Bag logits of a group of models: ``x`` (G, K, F) padded bags, ``mask`` (G, K) real rows.
+
+    ``params`` maps the template's parameter names to stacked (G, ...) tensors; ``drop`` is
+    the (G, K, H) dropout mask of the embedding's last layer, or None (no dropout).
+    """
+    counts = mask.sum(dim=1).to(x.dtype)
+    h = _mlp(template.embed, "embed", params, x, drop)
+    if isinstance(template, _AttentionNet):
+        a = torch.tanh(_linear(params, "att_v", h))
+        if template.att_u is not None:
+            a = a * torch.sigmoid(_linear(params, "att_u", h))
+        scores = _linear(params, "att_w", a).squeeze(-1).masked_fill(~mask, -torch.inf)
+        weights = torch.softmax(scores, dim=1)
+        z = torch.bmm(weights.unsqueeze(1), h).squeeze(1)
+        return _linear(params, "classifier", z.unsqueeze(1)).reshape(-1)
+    if isinstance(template, _MINetNet):
+        name = {v: k for k, v in _pool_functions().items()}[template.pool]
+        z = _pool(name, h, mask, counts)
+        return _linear(params, "classifier", z.unsqueeze(1)).reshape(-1)
+    if isinstance(template, _miNetNet):
+        s = _linear(params, "scorer", h)  # (G, K, 1)
+        if template.pooling == "max":
+            return _masked_max(s, mask).reshape(-1)
+        p = _pool(template.pooling, torch.sigmoid(s), mask, counts).reshape(-1)
+        return torch.logit(p.clamp(_EPS, 1 - _EPS))
+    raise TypeError(f"no batched forward for {type(template).__name__}")
+
+
+def _pool_functions():
+    from ._torch import POOL_FUNCTIONS
+
+    return POOL_FUNCTIONS
+
+
+# --------------------------------------------------------------------- the trainer
+_VARYING = {"random_state", "verbose"}
+
+
+def _check_same_settings(estimators: Sequence[TorchMILClassifier]) -> None:
+    first = {k: v for k, v in estimators[0].get_params(deep=False).items() if k not in _VARYING}
+    for est in estimators[1:]:
+        other = {k: v for k, v in est.get_params(deep=False).items() if k not in _VARYING}
+        diff = sorted(k for k in first if repr(first[k]) != repr(other.get(k)))
+        if type(est) is not type(estimators[0]) or diff:
+            raise ValueError(
+                "fit_many trains copies of one setting together; these differ in "
+                f"{diff or 'class'}. Call it once per setting."
+            )
+
+
+def fit_many(
+    estimator: TorchMILClassifier,
+    train_sets: Sequence[tuple[Sequence[np.ndarray], np.ndarray]],
+    random_states: Sequence[int],
+    *,
+    params: Sequence[Mapping[str, Any]] | None = None,
+    models_per_batch: int | None = None,
+    n_threads: int | None = None,
+    group_cost: float = 64.0,
+    model_cost: float = 8.0,
+) -> list[TorchMILClassifier]:
+    """Fit one clone of ``estimator`` per training set, training them together.
+
+    Parameters
+    ----------
+    estimator : AttentionMIL, GatedAttentionMIL, MINet or miNet (unfitted; the settings)
+    train_sets : list of (bags, y)
+        Each model's own training bags (already standardised as the caller wants) and labels.
+    random_states : list of int
+        Each model's ``random_state`` (what ``clone(estimator).set_params(random_state=s).fit``
+        would use).
+    params : list of dict, optional
+        Per-model settings applied with ``set_params`` before fitting (e.g. a tuning grid
+        point). Models whose settings differ are trained in separate batched programs.
+    models_per_batch : int, optional
+        Most models advanced together (default: all of one setting); memory grows with it.
+    n_threads : int, optional
+        torch CPU threads while training (default: the estimator's ``n_threads``).
+    group_cost, model_cost : float
+        Cost model of :func:`plan_groups`, in padded-row units.
+
+    Returns
+    -------
+    list of fitted estimators, in the order of ``train_sets``; each also has
+    ``fit_seconds_`` (its share of the wall time of its batched program).
+    """
+    if len(train_sets) != len(random_states):
+        raise ValueError(
+            f"train_sets and random_states differ in length ({len(train_sets)} vs {len(random_states)})."
+        )
+    if params is not None and len(params) != len(train_sets):
+        raise ValueError(f"params has {len(params)} entries for {len(train_sets)} training sets.")
+    if models_per_batch is not None and int(models_per_batch) < 1:
+        raise ValueError(f"models_per_batch must be >= 1, got {models_per_batch}.")
+    ests = []
+    for k, rs in enumerate(random_states):
+        est = clone(estimator).set_params(random_state=int(rs), **(dict(params[k]) if params is not None else {}))
+        ests.append(est)
+    # One batched program per distinct setting.
+    keys = [repr(sorted((k, repr(v)) for k, v in e.get_params(deep=False).items() if k not in _VARYING))
+            for e in ests]
+    by_key: dict[str, list[int]] = {}
+    for i, key in enumerate(keys):
+        by_key.setdefault(key, []).append(i)
+    for members in by_key.values():
+        size = int(models_per_batch or len(members))
+        for start in range(0, len(members), size):
+            chunk = members[start : start + size]
+            _fit_group([ests[i] for i in chunk], [train_sets[i] for i in chunk], n_threads, group_cost, model_cost)
+    return ests
+
+
+def _fit_group(ests, train_sets, n_threads, group_cost, model_cost) -> None:
+    t0 = time.perf_counter()
+    if not is_batchable(ests[0]) or len(ests) == 1:
+        for est, (bags, y) in zip(ests, train_sets):
+            t1 = time.perf_counter()
+            est.fit(bags, y)
+            est.fit_seconds_ = time.perf_counter() - t1
+        return
+    _check_same_settings(ests)
+    data = []
+    for est, (bags, y) in zip(ests, train_sets):
+        bags, y_enc = est._validate_fit_data(bags, y)
+        est._check_common_params()
+        data.append((bags, y_enc))
+    device = resolve_device(ests[0].device)
+    threads = n_threads if n_threads is not None else ests[0].n_threads
+    with torch_threads(threads if device.type == "cpu" else None):
+        _train_stacked(ests, data, device, group_cost, model_cost)
+    per_model = (time.perf_counter() - t0) / len(ests)
+    for est in ests:
+        est.fit_seconds_ = per_model
+
+
+def _train_stacked(ests, data, device, group_cost, model_cost) -> None:
+    n_models = len(ests)
+    dtype = ests[0]._torch_dtype()
+    nets, rngs, gens = [], [], []
+    for est in ests:
+        net, rng, gen = est._setup_training(device)
+        nets.append(net)
+        rngs.append(rng)
+        gens.append(gen)
+    template = nets[0]
+    # The stacked parameters live in a module with the template's parameter names, so the
+    # estimator's own optimiser factory (weight-decay groups by name) applies unchanged.
+    holder = nn.Module()
+    for n, _ in template.named_parameters():
+        value = torch.stack([dict(net.named_parameters())[n].detach() for net in nets])
+        _set_nested(holder, n, nn.Parameter(value))
+    stacked = dict(holder.named_parameters())
+    # One fused kernel per tensor: the stacked tensors are large, and the per-element loop
+    # of the default implementation made the optimiser as slow as the forward pass.
+    optimizer, scheduler = ests[0]._make_optimizer(holder, fused=True)
+    drop_layers = [m for m in template.modules() if isinstance(m, GeneratorDropout) and m.p > 0]
+    keep = 1.0 - drop_layers[0].p if drop_layers else 1.0
+    drop_width = [m for m in template.embed if isinstance(m, nn.Linear)][-1].out_features
+
+    # Flat storage: every model's bags, one after another.
+    n_epochs = int(ests[0].n_epochs)
+    starts, sizes, seqs, targets = [], [], [], []
+    chunks, row = [], 0
+    for (bags, y_enc), rng in zip(data, rngs):
+        s = np.array([b.shape[0] for b in bags], dtype=np.int64)
+        st = row + np.concatenate([[0], np.cumsum(s)[:-1]])
+        row += int(s.sum())
+        starts.append(st)
+        sizes.append(s)
+        chunks.extend(bags)
+        # the same permutations, drawn in the same order, as the single-model loop
+        seqs.append(np.concatenate([rng.permutation(len(bags)) for _ in range(n_epochs)]))
+        targets.append(np.asarray(y_enc, dtype=np.float64))
+    x_all = torch.as_tensor(np.concatenate(chunks, axis=0), dtype=dtype).to(device)
+    n_steps = np.array([len(q) for q in seqs])
+    total = int(n_steps.max())
+    # After its last step a model repeats its last bag (those updates are discarded).
+    seq_mat = np.stack([np.concatenate([q, np.full(total - len(q), q[-1])]) for q in seqs])
+    bag_rows = np.stack([starts[m][seq_mat[m]] for m in range(n_models)])  # (M, T)
+    bag_sizes = np.stack([sizes[m][seq_mat[m]] for m in range(n_models)])
+    bag_targets = np.stack([targets[m][seq_mat[m]] for m in range(n_models)])
+    finals: list[dict[str, torch.Tensor] | None] = [None] * n_models
+    losses = np.zeros((n_models, total))
+    loss_fn = nn.BCEWithLogitsLoss(reduction="none")
+
+    for t in range(total):
+        active = n_steps > t
+        sz = bag_sizes[:, t]
+        y_t = torch.as_tensor(bag_targets[:, t], dtype=dtype, device=device)
+        drops = None
+        if drop_layers:
+            drops = [
+                torch.empty((int(sz[m]), drop_width), dtype=dtype, device=device).bernoulli_(keep, generator=gens[m])
+                if active[m] else None
+                for m in range(n_models)
+            ]
+        groups = plan_groups(sz, group_cost, model_cost)
+        step_loss = torch.empty(n_models, dtype=dtype, device=device)
+        loss = 0.0
+        for g in groups:
+            whole = len(groups) == 1
+            k_max = int(sz[g].max())
+            ar = np.arange(k_max)
+            valid = ar[None, :] < sz[g][:, None]
+            idx = bag_rows[g, t][:, None] + np.minimum(ar[None, :], sz[g][:, None] - 1)
+            x = x_all[torch.as_tensor(idx, device=device)]
+            mask = torch.as_tensor(valid, device=device)
+            drop = None
+            if drops is not None:
+                drop = torch.zeros((len(g), k_max, drop_width), dtype=dtype, device=device)
+                for j, m in enumerate(g):
+                    if drops[m] is not None:
+                        drop[j, : int(sz[m])] = drops[m]
+            if whole:
+                p = stacked
+            else:
+                gi = torch.as_tensor(g, device=device)
+                p = {n: v.index_select(0, gi) for n, v in stacked.items()}
+            out = batched_logits(template, p, x, mask, drop)
+            per_model = loss_fn(out, y_t[torch.as_tensor(g, device=device)])
+            loss = loss + per_model.sum()
+            step_loss[torch.as_tensor(g, device=device)] = per_model.detach()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        losses[:, t] = step_loss.cpu().numpy()
+        for m in np.flatnonzero(n_steps == t + 1):
+            finals[m] = {n: v.detach()[m].clone() for n, v in stacked.items()}
+
+    for m, (est, net) in enumerate(zip(ests, nets)):
+        with torch.no_grad():
+            for n, v in net.named_parameters():
+                v.copy_(finals[m][n])
+        net.eval()
+        n_bags = len(data[m][0])
+        per_step = losses[m, : n_steps[m]].reshape(n_epochs, n_bags)
+        est.loss_curve_ = per_step.mean(axis=1).tolist()
+        est.network_ = net
+        est.device_ = device
+
+
+def _set_nested(root: nn.Module, dotted: str, value: nn.Parameter) -> None:
+    *path, leaf = dotted.split(".")
+    mod = root
+    for part in path:
+        if not hasattr(mod, part):
+            mod.add_module(part, nn.Module())
+        mod = getattr(mod, part)
+    mod.register_parameter(leaf, value)
