@@ -2,12 +2,13 @@
 
 Usage (from the repository root, on two cores this takes minutes per repetition)::
 
-    python benchmarks/run_ladder.py --repeats 1 --nested-from results_best/results.csv --freeze
+    python benchmarks/run_ladder.py --repeats 1 --nested-from results_best --freeze
 
-``--nested-from`` reuses the per-fold rows of ``minitorch-proto reproduce --methods
-prototype-best`` run with the same ``--repeats`` and ``--seed`` (the same folds) as the last
-rung instead of searching again; without it the nested rung is run here. ``--freeze`` writes
-``ladder_results`` and ``ladder_table`` with :func:`~minitorch_proto.evaluation.frozen.write_frozen`
+``--nested-from`` reuses the output folder of ``minitorch-proto reproduce --methods
+prototype-best --out results_best`` run with the same ``--repeats`` and ``--seed`` (the same
+folds): its per-fold rows become the last rung and its ``best_choices.csv`` the chosen
+settings, instead of searching again; without it the nested rung is run here (and the choices
+are not kept). ``--freeze`` writes ``ladder_results``, ``ladder_table`` and ``ladder_choices`` with :func:`~minitorch_proto.evaluation.frozen.write_frozen`
 (command, commit and date recorded beside them).
 """
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import shlex
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 
@@ -31,7 +33,7 @@ def main(argv=None) -> int:
     p.add_argument("--datasets", nargs="+", default=["musk1", "musk2", "fox", "tiger", "elephant"])
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--nested-from", default=None, help="results.csv of reproduce --methods prototype-best")
+    p.add_argument("--nested-from", default=None, help="--out folder of reproduce --methods prototype-best")
     p.add_argument("--freeze", action="store_true", help="write the frozen tables (package data)")
     args = p.parse_args(argv)
     data = {n: load_benchmark(n, download=False) for n in args.datasets}
@@ -41,7 +43,9 @@ def main(argv=None) -> int:
     results = run_ladder({n: (d.bags, d.y) for n, d in data.items()}, folds, steps=steps,
                          progress=lambda s: print(f"[{time.perf_counter() - t0:6.0f} s] {s}", file=sys.stderr, flush=True))
     if args.nested_from:
-        nested = pd.read_csv(args.nested_from)
+        nested = pd.read_csv(Path(args.nested_from) / "results.csv")
+        choices = pd.read_csv(Path(args.nested_from) / "best_choices.csv")
+        choices = choices[choices.dataset.isin(args.datasets) & (choices.repeat <= args.repeats)]
         nested = nested[(nested.method == NESTED_METHOD) & nested.dataset.isin(args.datasets)
                         & (nested.repeat <= args.repeats)].copy()
         missing = set(args.datasets) - set(nested.dataset)
@@ -59,6 +63,9 @@ def main(argv=None) -> int:
         write_frozen(results, "ladder_results", command=command, description=f"Ladder per-fold results ({what})",
                      wall_seconds=round(time.perf_counter() - t0))
         write_frozen(table, "ladder_table", command=command, description=f"Ladder table ({what})")
+        if args.nested_from:
+            write_frozen(choices, "ladder_choices", command=command,
+                         description=f"Settings each outer fold's nested search chose ({what})")
     return 0
 
 
