@@ -179,7 +179,8 @@ _WIDE_TABLES_JS = """
 # text was computed by a code cell (an output, not prose).
 _SECTIONS_JS = """
 () => {
-  const headings = Array.from(document.querySelectorAll("article h2, main h2"))
+  const article = document.querySelector("article.bd-article") || document.querySelector("main");
+  const headings = Array.from(article.querySelectorAll("h2"))
       .map(h => h.innerText.replace(/[#¶]/g, "").trim());
   const verdict = document.querySelector("section#verdict");
   const output = verdict ? Array.from(verdict.querySelectorAll(".cell_output"))

@@ -153,9 +153,11 @@ def set_quick_execution(config: Path) -> None:
     config.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
-def quick_build(out: Path, keep_sources: bool = False) -> Path:
+def quick_build(out: Path, keep_sources: bool = False, only: list[str] | None = None) -> Path:
     """Run every notebook with small parameters, then build the HTML from those runs.
 
+    ``only`` (notebook stems or their two-digit numbers) restricts the runs to those notebooks;
+    the others are built as committed, without outputs (for working on a few pages).
     Returns the path of the built ``index.html``; raises ``RuntimeError`` on any failure.
     """
     out = out.resolve()
@@ -166,7 +168,12 @@ def quick_build(out: Path, keep_sources: bool = False) -> Path:
         data_dir = work / "_nbdata"
         failures = []
         for nb in notebook_paths(REPO):
-            params = quick_parameters(nb.stem, data_dir)
+            if only is not None and nb.stem not in only and nb.stem[:2] not in only:
+                continue
+            # No out_dir: each notebook writes to its default (relative) folder inside its fresh
+            # working folder, so the injected parameters cell shows no path of this machine.
+            params = dict(quick_parameters(nb.stem, data_dir))
+            params.pop("out_dir")
             dst = work / "notebooks" / nb.name
             fresh = Path(tempfile.mkdtemp(prefix=f"{nb.stem}-", dir=str(out)))  # no repository beside it
             try:
@@ -211,14 +218,17 @@ def main(argv: list[str] | None = None) -> int:
                         help="output folder of a --quick build (default: _build/quick); HTML in <out>/_build/html")
     parser.add_argument("--keep-sources", action="store_true",
                         help="--quick: keep the executed copy of the sources inside --out")
+    parser.add_argument("--only", default=None,
+                        help="--quick: comma-separated notebooks to run (e.g. 01,02); the others stay unexecuted")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     try:
         if args.quick:
-            index = quick_build(args.out or REPO / "_build" / "quick", keep_sources=args.keep_sources)
+            only = [x.strip() for x in args.only.split(",")] if args.only else None
+            index = quick_build(args.out or REPO / "_build" / "quick", keep_sources=args.keep_sources, only=only)
         else:
-            if args.out is not None:
-                parser.error("--out is only used with --quick (the full build writes to _build/html)")
+            if args.out is not None or args.only is not None:
+                parser.error("--out and --only are only used with --quick (the full build writes to _build/html)")
             index = full_build()
     except Exception as exc:
         print(f"book build FAILED after {time.perf_counter() - t0:.0f} s: {exc}", file=sys.stderr)

@@ -331,7 +331,8 @@ def ranking_verdict(
     """
     if method not in ranks.index:
         raise ValueError(f"{method!r} is not among the ranked methods {list(ranks.index)}.")
-    names = display or {}
+    names = {m: names_[0].upper() + names_[1:] for m, names_ in (display or {}).items()}
+    names.setdefault(method, method[0].upper() + method[1:])
     ordered = ranks.sort_values()
     place = int(np.flatnonzero(ordered.index == method)[0]) + 1
     best = ordered.index[0]
