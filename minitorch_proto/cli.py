@@ -261,7 +261,6 @@ def _estimator_from(args, dataset_name: str):
 def cmd_reproduce(args) -> int:
     from .evaluation.cv import (
         CVTask,
-        cross_validate_estimator,
         cross_validate_many,
         stratified_folds,
         summarize,
@@ -322,13 +321,19 @@ def cmd_reproduce(args) -> int:
             res = pd.concat(parts, ignore_index=True)
             files["best_choices.csv"] = pd.concat(choices, ignore_index=True).to_csv(index=False)
         else:
-            from .baselines import BASELINES
+            # All folds (and seeds and inner fits) of a baseline train together; see issue 17.
+            from .evaluation.baseline_cv import cross_validate_baseline
 
-            res = pd.concat([
-                cross_validate_estimator(d.bags, d.y, folds[name], BASELINES[method], dataset=d.name,
-                                         method=method, progress=not args.quiet)
-                for name, d in data.items()
-            ], ignore_index=True)
+            budgets = ["defaults", "common"] if args.budget == "both" else [args.budget]
+            parts, choices = [], []
+            for budget in budgets:
+                for name, d in data.items():
+                    r, c = cross_validate_baseline(d.bags, d.y, folds[name], method, budget=budget, dataset=d.name)
+                    parts.append(r)
+                    choices.append(c)
+            res = pd.concat(parts, ignore_index=True)
+            if any(not c.empty for c in choices):
+                files[f"baseline_choices_{method}.csv"] = pd.concat(choices, ignore_index=True).to_csv(index=False)
         wall = time.perf_counter() - t0
         timings.append({"method": method, "datasets": " ".join(data), "wall_seconds": wall})
         final = res[res.evaluation == "final"]
@@ -491,6 +496,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output folder (default: results/); its result files are replaced together at the end")
     p.add_argument("--reported", action="store_true", help="also list the other methods' figures quoted in the paper")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--budget", default="defaults", choices=["defaults", "common", "both"],
+                   help="baselines at their published defaults, with the common budget (k=5 seed ensemble + "
+                   "inner 3-fold tuning over 3 candidates), or both rows (default: defaults)")
     _add_data_args(p, single=False)
     _add_model_args(p)
     p.set_defaults(func=cmd_reproduce)

@@ -52,7 +52,11 @@ COMMON_BUDGET = (
 
 def budget_label(method: str, budget: str) -> str:
     """The ``method`` column value of a baseline under a budget."""
-    return method if budget == "defaults" else f"{method} (seed ensemble, tuned on inner CV)"
+    if budget == "defaults":
+        return method
+    if method in STOCHASTIC:
+        return f"{method} ({N_SEEDS}-seed ensemble, tuned on inner CV)"
+    return f"{method} (tuned on inner CV)"
 
 
 def member_seeds(seed: int, k: int) -> list[int]:
