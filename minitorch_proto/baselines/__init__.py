@@ -16,6 +16,12 @@ Families
 * :class:`MISVM` - mi-SVM, Andrews, Tsochantaridis & Hofmann (NIPS 2002).
 * :class:`BagStatistics` - per-bag mean/min/max + logistic regression.
 
+Speed and budget: :func:`minitorch_proto.baselines.batched.fit_many` trains many copies of a
+neural baseline (all folds, seeds and inner fits) together and gives the same models as
+fitting them one by one; :mod:`minitorch_proto.evaluation.baseline_cv` runs the
+cross-validation at the published defaults or with the common budget (seed ensemble + inner
+tuning over a fixed grid).
+
 ``BASELINES`` maps a method name to a factory ``(random_state: int) -> estimator`` with
 the default hyper-parameters. ``REPORTED_TABLE2`` holds accuracies *quoted* in the
 prototype paper's Table 2 - reported by others, never measured by this package.
