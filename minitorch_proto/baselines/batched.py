@@ -97,10 +97,12 @@ def plan_groups(sizes: np.ndarray, group_cost: float, model_cost: float) -> list
 
 # ------------------------------------------------------------------ batched forwards
 def _linear(params: Mapping[str, torch.Tensor], name: str, x: torch.Tensor) -> torch.Tensor:
+    # Weights are stacked transposed, (G, in, out): the gradient of a transposed view would be
+    # non-contiguous and copied on every step by autograd's accumulation.
     w, b = params[f"{name}.weight"], params.get(f"{name}.bias")
     if b is None:  # pragma: no cover - every layer here has a bias
-        return torch.bmm(x, w.transpose(1, 2))
-    return torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2))
+        return torch.bmm(x, w)
+    return torch.baddbmm(b.unsqueeze(1), x, w)
 
 
 def _mlp(template: nn.Sequential, prefix: str, params, x, drop: torch.Tensor | None) -> torch.Tensor:
@@ -142,7 +144,8 @@ def _pool(name: str, v, mask, counts):
 def batched_logits(template: nn.Module, params, x, mask, drop) -> torch.Tensor:
     """Bag logits of a group of models: ``x`` (G, K, F) padded bags, ``mask`` (G, K) real rows.
 
-    ``params`` maps the template's parameter names to stacked (G, ...) tensors; ``drop`` is
+    ``params`` maps the template's parameter names to stacked (G, ...) tensors, weight matrices
+    transposed to (G, in, out); ``drop`` is
     the (G, K, H) dropout mask of the embedding's last layer, or None (no dropout).
     """
     counts = mask.sum(dim=1).to(x.dtype)
@@ -289,7 +292,7 @@ def _train_stacked(ests, data, device, group_cost, model_cost) -> None:
     # estimator's own optimiser factory (weight-decay groups by name) applies unchanged.
     holder = nn.Module()
     for n, _ in template.named_parameters():
-        value = torch.stack([dict(net.named_parameters())[n].detach() for net in nets])
+        value = torch.stack([_stored(n, dict(net.named_parameters())[n].detach()) for net in nets])
         _set_nested(holder, n, nn.Parameter(value))
     stacked = dict(holder.named_parameters())
     # One fused kernel per tensor: the stacked tensors are large, and the per-element loop
@@ -374,13 +377,18 @@ def _train_stacked(ests, data, device, group_cost, model_cost) -> None:
     for m, (est, net) in enumerate(zip(ests, nets)):
         with torch.no_grad():
             for n, v in net.named_parameters():
-                v.copy_(finals[m][n])
+                v.copy_(_stored(n, finals[m][n]))
         net.eval()
         n_bags = len(data[m][0])
         per_step = losses[m, : n_steps[m]].reshape(n_epochs, n_bags)
         est.loss_curve_ = per_step.mean(axis=1).tolist()
         est.network_ = net
         est.device_ = device
+
+
+def _stored(name: str, value: torch.Tensor) -> torch.Tensor:
+    """A linear layer's weight in the stacked layout (transposed, contiguous); other tensors as they are."""
+    return value.t().contiguous() if name.endswith("weight") and value.dim() == 2 else value
 
 
 def _set_nested(root: nn.Module, dotted: str, value: nn.Parameter) -> None:
