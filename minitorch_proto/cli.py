@@ -328,7 +328,8 @@ def cmd_reproduce(args) -> int:
             parts, choices = [], []
             for budget in budgets:
                 for name, d in data.items():
-                    r, c = cross_validate_baseline(d.bags, d.y, folds[name], method, budget=budget, dataset=d.name)
+                    r, c = cross_validate_baseline(d.bags, d.y, folds[name], method, budget=budget, dataset=d.name,
+                                                   n_jobs=os.cpu_count() or 1)
                     parts.append(r)
                     choices.append(c)
             res = pd.concat(parts, ignore_index=True)

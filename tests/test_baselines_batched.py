@@ -93,6 +93,9 @@ def test_per_model_settings_and_fallback(one_torch_thread):
     stats = B.fit_many(BagStatistics(), sets, [0, 1])
     ref = BagStatistics(random_state=1).fit(*sets[1])
     np.testing.assert_allclose(stats[1].decision_function(sets[1][0]), ref.decision_function(sets[1][0]))
+    # ... also in parallel processes
+    parallel = B.fit_many(BagStatistics(), sets, [0, 1], n_jobs=2)
+    np.testing.assert_allclose(parallel[1].decision_function(sets[1][0]), ref.decision_function(sets[1][0]))
 
 
 def test_bad_input():

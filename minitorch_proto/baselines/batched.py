@@ -201,6 +201,7 @@ def fit_many(
     params: Sequence[Mapping[str, Any]] | None = None,
     models_per_batch: int | None = None,
     n_threads: int | None = None,
+    n_jobs: int = 1,
     group_cost: float = 64.0,
     model_cost: float = 8.0,
 ) -> list[TorchMILClassifier]:
@@ -221,6 +222,9 @@ def fit_many(
         Most models advanced together (default: all of one setting); memory grows with it.
     n_threads : int, optional
         torch CPU threads while training (default: the estimator's ``n_threads``).
+    n_jobs : int
+        Processes for estimators that are fitted one by one (MILES, mi-SVM, ...): their fits
+        are independent, so they run in parallel (joblib). Batched programs ignore it.
     group_cost, model_cost : float
         Cost model of :func:`plan_groups`, in padded-row units.
 
@@ -235,6 +239,8 @@ def fit_many(
         )
     if params is not None and len(params) != len(train_sets):
         raise ValueError(f"params has {len(params)} entries for {len(train_sets)} training sets.")
+    if int(n_jobs) < 1:
+        raise ValueError(f"n_jobs must be >= 1, got {n_jobs}.")
     if models_per_batch is not None and int(models_per_batch) < 1:
         raise ValueError(f"models_per_batch must be >= 1, got {models_per_batch}.")
     ests = []
@@ -251,18 +257,28 @@ def fit_many(
         size = int(models_per_batch or len(members))
         for start in range(0, len(members), size):
             chunk = members[start : start + size]
-            _fit_group([ests[i] for i in chunk], [train_sets[i] for i in chunk], n_threads, group_cost, model_cost)
+            done = _fit_group([ests[i] for i in chunk], [train_sets[i] for i in chunk], n_threads, n_jobs,
+                              group_cost, model_cost)
+            for i, est in zip(chunk, done):
+                ests[i] = est
     return ests
 
 
-def _fit_group(ests, train_sets, n_threads, group_cost, model_cost) -> None:
+def _fit_one(est, bags, y):
+    t1 = time.perf_counter()
+    est.fit(bags, y)
+    est.fit_seconds_ = time.perf_counter() - t1
+    return est
+
+
+def _fit_group(ests, train_sets, n_threads, n_jobs, group_cost, model_cost) -> list:
     t0 = time.perf_counter()
     if not is_batchable(ests[0]) or len(ests) == 1:
-        for est, (bags, y) in zip(ests, train_sets):
-            t1 = time.perf_counter()
-            est.fit(bags, y)
-            est.fit_seconds_ = time.perf_counter() - t1
-        return
+        if int(n_jobs) == 1 or len(ests) == 1:
+            return [_fit_one(est, bags, y) for est, (bags, y) in zip(ests, train_sets)]
+        from joblib import Parallel, delayed
+
+        return Parallel(n_jobs=int(n_jobs))(delayed(_fit_one)(est, bags, y) for est, (bags, y) in zip(ests, train_sets))
     _check_same_settings(ests)
     data = []
     for est, (bags, y) in zip(ests, train_sets):
@@ -276,6 +292,7 @@ def _fit_group(ests, train_sets, n_threads, group_cost, model_cost) -> None:
     per_model = (time.perf_counter() - t0) / len(ests)
     for est in ests:
         est.fit_seconds_ = per_model
+    return ests
 
 
 def _train_stacked(ests, data, device, group_cost, model_cost) -> None:

@@ -83,8 +83,11 @@ def cross_validate_baseline(
     n_seeds: int = N_SEEDS,
     inner_folds: int = INNER_FOLDS,
     grid: Sequence[dict] | None = None,
+    n_jobs: int = 1,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Cross-validate one baseline of ``BASELINES`` under ``budget`` ("defaults" or "common").
+
+    ``n_jobs`` processes fit the methods that are not batched (MILES, mi-SVM, bag statistics).
 
     Returns
     -------
@@ -105,7 +108,8 @@ def cross_validate_baseline(
         for f in folds:
             std = BagStandardizer(standardization).fit([bags[i] for i in f.train])
             sets.append((std, std.transform([bags[i] for i in f.train])))
-        fitted = fit_many(template, [(s[1], y[f.train]) for s, f in zip(sets, folds)], [f.seed for f in folds])
+        fitted = fit_many(template, [(s[1], y[f.train]) for s, f in zip(sets, folds)], [f.seed for f in folds],
+                          n_jobs=n_jobs)
         seconds = (time.perf_counter() - t0) / len(folds)
         rows = []
         for (std, _), f, est in zip(sets, folds, fitted):
@@ -128,7 +132,7 @@ def cross_validate_baseline(
     auc = np.zeros((len(folds), len(grid)))
     for g, cand in enumerate(grid):
         fitted = fit_many(template, [(p[0], y[m[1]]) for p, m in zip(prepared, inner)], [m[3] for m in inner],
-                          params=[cand] * len(inner))
+                          params=[cand] * len(inner), n_jobs=n_jobs)
         for (o, _, va, _), p, est in zip(inner, prepared, fitted):
             a, u = scores_from_proba(y[va], _proba(est, p[1], n_classes))
             acc[o, g] += a / inner_folds
@@ -142,7 +146,7 @@ def cross_validate_baseline(
     members = [(o, j) for o in range(len(folds)) for j in range(k)]
     fitted = fit_many(template, [(outer[o][0], y[folds[o].train]) for o, _ in members],
                       [member_seeds(folds[o].seed, k)[j] for o, j in members],
-                      params=[grid[chosen[o]] for o, _ in members])
+                      params=[grid[chosen[o]] for o, _ in members], n_jobs=n_jobs)
     proba = [np.zeros((len(f.test), n_classes)) for f in folds]
     for (o, _), est in zip(members, fitted):
         proba[o] += _proba(est, outer[o][1], n_classes) / k
