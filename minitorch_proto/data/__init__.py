@@ -11,11 +11,13 @@ module             what it holds
 ``readers``        the CSV collection, PRTools ``.mat`` files, the user's CSV/DataFrame
 ``benchmarks``     Musk1, Musk2, Fox, Tiger, Elephant: :func:`load_benchmark`, split files
 ``synthetic``      the toy problem of the paper's Figure 1 and the MIL unit-test generators
+``disk``           bags stored one file per bag (.npy/.pt/.h5), read lazily
 ``mnist``          MNIST images and MNIST-bags
 =================  =====================================================================
 """
 from .benchmarks import BENCHMARKS, BenchmarkInfo, load_benchmark, read_split_files
 from .containers import BagDataset
+from .disk import DiskBagDataset, write_bag_folder
 from .download import (
     CACHE_ENV_VAR,
     DATA_ENV_VAR,
@@ -32,6 +34,7 @@ __all__ = [
     "CACHE_ENV_VAR",
     "DATA_ENV_VAR",
     "BagDataset",
+    "DiskBagDataset",
     "BenchmarkInfo",
     "ChecksumError",
     "DownloadError",
@@ -44,4 +47,5 @@ __all__ = [
     "read_mil_mat",
     "read_split_files",
     "sha256_of",
+    "write_bag_folder",
 ]
