@@ -261,7 +261,9 @@ def test_default_unit_test_models_build_the_named_estimators():
     from minitorch_proto.experiments import default_mil_unit_test_models
 
     models = default_mil_unit_test_models(include_baselines=False)
-    assert set(models) == {"prototype (min pooling)", "prototype (min+mean+max)", "prototype (paper defaults)"}
+    assert set(models) == {"prototype (min pooling)", "prototype (min+mean+max)", "prototype (paper defaults)",
+                           "prototype (monotone)"}
+    assert models["prototype (monotone)"](0).monotone
     assert models["prototype (min pooling)"](3).pooling == ("min",)
     assert models["prototype (min pooling)"](3).random_state == 3
     assert models["prototype (min+mean+max)"](0).pooling == ("min", "mean", "max")
