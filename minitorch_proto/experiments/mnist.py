@@ -1,7 +1,4 @@
-"""Thin orchestration for the interpretability notebooks: MNIST-bags, MIL unit tests, toy training.
-
-Each function does one experiment end to end and returns plain data (dicts, DataFrames,
-fitted estimators), so notebooks stay short and the logic stays testable.
+"""The paper's MNIST-bags illustration: two prototypes, min pooling, targets 9 and 5.
 
 MNIST defaults (:data:`MNIST_DEFAULTS`), and why
 ------------------------------------------------
@@ -65,20 +62,18 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 
-from .estimator import PrototypeMILClassifier
-from .utils import EstimatorFactory
-from .model import PrototypeMIL
-from .preprocessing import BagStandardizer
-from .data.synthetic import SyntheticBags, make_toy_bags
-from .evaluation.metrics import binary_auc
-from .evaluation.unit_tests import run_mil_unit_tests
-from .validation import check_bags
+from ..estimator import PrototypeMILClassifier
+from ..model import PrototypeMIL
+from ..preprocessing import BagStandardizer
+from ..evaluation.metrics import binary_auc
+from ..validation import check_bags
+from .fitting import training_objective
 
 __all__ = [
     "MNIST_DEFAULTS",
@@ -87,11 +82,6 @@ __all__ = [
     "fit_from_prototypes",
     "mnist_seed_sweep",
     "mnist_sweep_verdict",
-    "mil_unit_test_table",
-    "default_mil_unit_test_models",
-    "toy_training_snapshots",
-    "fit_with_callback",
-    "training_objective",
 ]
 
 #: Estimator settings of :func:`run_mnist_experiment` (see the module docstring for why).
@@ -107,51 +97,6 @@ MNIST_DEFAULTS: dict[str, Any] = {
 }
 
 
-# ---------------------------------------------------------------------------- fitting
-def fit_with_callback(
-    clf: PrototypeMILClassifier,
-    bags: Sequence[np.ndarray],
-    y,
-    on_epoch_end: Callable[[int, PrototypeMIL, BagStandardizer], None] | None = None,
-) -> PrototypeMILClassifier:
-    """Fit ``clf`` exactly as :meth:`PrototypeMILClassifier.fit` does, calling back after each epoch.
-
-    Parameters
-    ----------
-    clf : PrototypeMILClassifier
-        Unfitted estimator (its parameters are used as they are).
-    bags, y : training bags and labels.
-    on_epoch_end : callable(epoch, model, standardizer), optional
-        Called once with epoch 0 before training (initial parameters), then after every
-        epoch (1-based), with the torch module being trained and the fitted standardiser.
-
-    Returns
-    -------
-    PrototypeMILClassifier
-        ``clf``, fitted (``model_`` on the CPU, ``standardizer_``, ``history_``, ``classes_``).
-    """
-    if on_epoch_end is None:
-        return clf.fit(bags, y)
-    # The standardiser is fitted before the first call, so the hook can read it.
-    return clf.fit(bags, y, on_epoch_end=lambda epoch, model: on_epoch_end(epoch, model, clf.standardizer_))
-
-
-def training_objective(clf: PrototypeMILClassifier, bags: Sequence[np.ndarray], y) -> float:
-    """Eq. 1 of a fitted model on labelled bags: mean cross-entropy plus the three penalties.
-
-    The data terms are averaged over the bags, the parameter penalties added once (the
-    per-bag form the trainer minimises).
-    """
-    from .bags import BagBatch
-
-    y_enc = np.searchsorted(clf.classes_, np.asarray(y).reshape(-1))
-    batch = BagBatch.from_bags(clf.standardizer_.transform(check_bags(bags, clf.n_features_in_)))
-    with torch.no_grad():
-        terms = clf.model_.loss_terms(batch, torch.as_tensor(y_enc))
-    return float(terms["total"])
-
-
-# ------------------------------------------------------------------------------ MNIST
 def run_mnist_experiment(
     target: int = 9,
     n_prototypes: int = 2,
@@ -224,8 +169,8 @@ def run_mnist_experiment(
         bags it was fitted on, validation_auc when selecting by validation) and
         ``data_warnings`` (e.g. sampling with replacement, or the fallback to the subset).
     """
-    from .evaluation.explain import prototype_table
-    from .data.mnist import make_mnist_bags
+    from ..evaluation.explain import prototype_table
+    from ..data.mnist import make_mnist_bags
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -300,197 +245,6 @@ def run_mnist_experiment(
     }
 
 
-# --------------------------------------------------------------------- MIL unit tests
-#: Settings of the "min pooling" prototype model of the unit-test table: a few prototypes
-#: started on training instances, rates large enough to converge in 30 epochs.
-UNIT_TEST_MIN_SETTINGS: dict[str, Any] = {
-    "n_prototypes": 4,
-    "pooling": ("min",),
-    "init": "kmeans++",
-    "lr_prototypes": 1e-2,
-    "lr_classifier": 1e-2,
-    "epochs": 30,
-    "batch_size": 4,
-    "device": "cpu",
-}
-
-#: The monotone variant in the unit tests (``book/monotone.md``): the settings above with
-#: min pooling only, no layer norm, weights <= 0, 32 prototypes and no prototype or distance
-#: penalty. Chosen on seeds 100-119, disjoint from the seeds the book reports (0-9): with
-#: 4 prototypes, or with the two penalties, Adam pulls every prototype to the background's
-#: centre in some runs and none reaches the concept.
-UNIT_TEST_MONOTONE_SETTINGS: dict[str, Any] = dict(
-    UNIT_TEST_MIN_SETTINGS, n_prototypes=32, lambda_p=0.0, lambda_d=0.0, layer_norm=False, monotone=True
-)
-
-
-def default_mil_unit_test_models(include_baselines: bool = True) -> dict[str, Callable[[int], Any]]:
-    """Model factories ``seed -> estimator`` for :func:`mil_unit_test_table`.
-
-    Parameters
-    ----------
-    include_baselines : bool, default=True
-        Add every entry of ``minitorch_proto.baselines.BASELINES`` (as ``"baseline: <name>"``)
-        when that module can be imported; silently skipped otherwise.
-
-    Returns
-    -------
-    dict
-        * ``"prototype (min pooling)"``: :data:`UNIT_TEST_MIN_SETTINGS` (min pooling only,
-          layer norm on, 4 prototypes, k-means++ start, 30 epochs);
-        * ``"prototype (min+mean+max)"``: the same with all three poolings (mean pooling sees
-          how many instances are near a prototype, which is what the false-frequency test
-          punishes);
-        * ``"prototype (paper defaults)"``: ``PrototypeMILClassifier()`` as the paper writes
-          it (D = 24, min pooling, layer norm, Table 1 Musk1 rates, batch 1, 100 epochs);
-        * ``"prototype (monotone)"``: :data:`UNIT_TEST_MONOTONE_SETTINGS`, the variant that
-          respects the standard MIL assumption by construction;
-        * the baselines, when available.
-    """
-    models: dict[str, Callable[[int], Any]] = {
-        "prototype (min pooling)": EstimatorFactory(PrototypeMILClassifier, **UNIT_TEST_MIN_SETTINGS),
-        "prototype (min+mean+max)": EstimatorFactory(PrototypeMILClassifier, **dict(UNIT_TEST_MIN_SETTINGS, pooling=("min", "mean", "max"))),
-        "prototype (paper defaults)": EstimatorFactory(PrototypeMILClassifier, device="cpu"),
-        "prototype (monotone)": EstimatorFactory(PrototypeMILClassifier, **UNIT_TEST_MONOTONE_SETTINGS),
-    }
-    if include_baselines:
-        try:
-            from .baselines import BASELINES
-        except Exception:  # noqa: BLE001 - the module is optional and may be mid-development
-            BASELINES = {}
-        for name, factory in BASELINES.items():
-            models[f"baseline: {name}"] = factory
-    return models
-
-
-def mil_unit_test_table(
-    models: Mapping[str, Callable[[int], Any]],
-    random_state: int | Sequence[int] = 0,
-    threshold: float = 0.75,
-    generator_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
-    tests: Sequence[str] | None = None,
-) -> pd.DataFrame:
-    """Run the algorithmic MIL unit tests for several models.
-
-    Parameters
-    ----------
-    models : mapping
-        ``name -> factory(seed)`` returning an unfitted estimator (``fit``/``predict``, and
-        ``predict_proba`` for the AUC).
-    random_state : int or sequence of int, default=0
-        Seed of the data generators and of every model; a sequence runs every model once
-        per seed and adds a ``seed`` column (summarise with
-        :func:`~minitorch_proto.evaluation.unit_tests.summarize_unit_tests`).
-    threshold : float, default=0.75
-        Minimum test accuracy for ``passed`` (see :func:`~minitorch_proto.data.synthetic.run_mil_unit_tests`).
-    generator_kwargs : mapping, optional
-        Per-test generator arguments, e.g. ``{"single_concept": {"n_train": 60}}``.
-    tests : sequence of str, optional
-        Subset of :data:`~minitorch_proto.data.synthetic.MIL_UNIT_TESTS` (default: all).
-
-    Returns
-    -------
-    pandas.DataFrame
-        One row per (model, test): ``model``, ``test``, ``accuracy``, ``auc``, ``passed``
-        (bool), ``threshold``, ``seconds`` (fit and scoring of that model over all tests,
-        repeated on each of its rows).
-    """
-    if not models:
-        raise ValueError("models is empty.")
-    if not np.isscalar(random_state):
-        seeds = [int(s) for s in random_state]  # type: ignore[union-attr]
-        if not seeds:
-            raise ValueError("random_state is an empty sequence of seeds.")
-        return pd.concat([mil_unit_test_table(models, s, threshold, generator_kwargs, tests).assign(seed=s)
-                          for s in seeds], ignore_index=True)
-    frames = []
-    for name, factory in models.items():
-        t0 = time.perf_counter()
-        frame = run_mil_unit_tests(
-            lambda factory=factory: factory(random_state),
-            tests=tests,
-            random_state=random_state,
-            threshold=threshold,
-            generator_kwargs=generator_kwargs,
-        )
-        frame.insert(0, "model", name)
-        frame["seconds"] = time.perf_counter() - t0
-        frames.append(frame)
-    table = pd.concat(frames, ignore_index=True)
-    table["passed"] = table["passed"].astype(bool)
-    return table
-
-
-# --------------------------------------------------------------------------- toy data
-def toy_training_snapshots(
-    data: SyntheticBags | None = None,
-    *,
-    n_bags: int = 40,
-    instances_per_bag: int = 3,
-    n_prototypes: int = 2,
-    pooling: Sequence[str] = ("min",),
-    epochs: int = 60,
-    every: int = 1,
-    random_state: int = 0,
-    **clf_kwargs,
-) -> dict:
-    """Train the prototype model on Figure-1 toy bags, recording the prototypes' positions.
-
-    Parameters
-    ----------
-    data : SyntheticBags, optional
-        Two-feature bags; default ``make_toy_bags(n_bags, instances_per_bag, random_state)``.
-    n_bags, instances_per_bag : int, default=40 and 3
-    n_prototypes : int, default=2
-    pooling : tuple of str, default=("min",)
-    epochs : int, default=60
-    every : int, default=1
-        Record every ``every``-th epoch (the last epoch is always recorded).
-    random_state : int, default=0
-    **clf_kwargs
-        Estimator arguments. Defaults here: ``standardization="none"`` (so the positions are
-        in the units of the bags), ``layer_norm=False`` (with D = 2 and min pooling the layer
-        norm reduces the two features to the sign of their difference), ``init="normal"``
-        (the paper's), ``lr_prototypes=lr_classifier=0.05``, ``device="cpu"``.
-
-    Returns
-    -------
-    dict
-        ``data``, ``clf`` (fitted), ``snapshots`` (list of (D, 2) arrays in input units; the
-        first is the initial position), ``epochs`` (the epoch of each snapshot, 0 first),
-        ``history``, ``train_accuracy``.
-    """
-    if data is None:
-        data = make_toy_bags(n_bags=n_bags, instances_per_bag=instances_per_bag, random_state=random_state)
-    if data.n_features != 2:
-        raise ValueError(f"toy_training_snapshots needs 2-feature bags; got {data.n_features}.")
-    params: dict[str, Any] = dict(
-        standardization="none", layer_norm=False, init="normal",
-        lr_prototypes=0.05, lr_classifier=0.05, device="cpu",
-    )
-    params.update(n_prototypes=n_prototypes, pooling=tuple(pooling), epochs=epochs, random_state=random_state)
-    params.update(clf_kwargs)
-    clf = PrototypeMILClassifier(**params)
-    snapshots: list[np.ndarray] = []
-    recorded: list[int] = []
-
-    def record(epoch: int, model: PrototypeMIL, std: BagStandardizer) -> None:
-        if epoch == 0 or epoch % max(int(every), 1) == 0 or epoch == int(epochs):
-            snapshots.append(std.to_input_units(model.prototypes.detach().cpu().numpy())[0])
-            recorded.append(epoch)
-
-    fit_with_callback(clf, data.bags, data.y, record)
-    return {
-        "data": data,
-        "clf": clf,
-        "snapshots": snapshots,
-        "epochs": recorded,
-        "history": clf.history_,
-        "train_accuracy": float(np.mean(clf.predict(data.bags) == data.y)),
-    }
-
-
-# ---------------------------------------------------------------- data-driven start (MNIST)
 def discriminative_prototypes(
     bags: Sequence[np.ndarray], y, n_prototypes: int, max_candidates: int = 2000, random_state: int = 0
 ) -> np.ndarray:
@@ -547,8 +301,8 @@ def fit_from_prototypes(
     """
     from dataclasses import replace
 
-    from .training import train_model
-    from .validation import check_labels
+    from ..training import train_model
+    from ..validation import check_labels
 
     bags = check_bags(bags)
     y_enc, classes = check_labels(y, len(bags))
@@ -583,7 +337,7 @@ def mnist_seed_sweep(targets: Sequence[int] = (9, 5), seeds: Sequence[int] = ran
     table : DataFrame, one row per (target, seed)
     runs : dict (target, seed) -> the run's dict
     """
-    from .evaluation.explain import nearest_instances, prototype_coefficients
+    from ..evaluation.explain import nearest_instances, prototype_coefficients
 
     rows, runs = [], {}
     for target in targets:
