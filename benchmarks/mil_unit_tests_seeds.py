@@ -1,7 +1,9 @@
 """The three algorithmic MIL unit tests for every model of the package over several seeds.
 
 Appends one block of rows per (model, seed) to a CSV as it goes, so an interrupted run
-resumes where it stopped; ``--freeze`` then writes the collected rows as the frozen table
+resumes where it stopped (a (model, seed) pair with rows in the CSV counts as done; seed
+the CSV from the frozen table to add only missing seeds); each row names the commit that
+made it (``code_version``). ``--freeze`` then writes the collected rows as the frozen table
 ``mil_unit_tests_seeds`` (package data, with the command and commit) that the unit-test
 page shows. Seeds run in the outer loop, so a partial run covers every model on its first
 seeds. The shared heavy-job lock (``--lock``) is taken per (model, seed): neural baselines
@@ -23,7 +25,7 @@ import pandas as pd
 import torch
 
 from minitorch_proto import experiments
-from minitorch_proto.evaluation.frozen import write_frozen
+from minitorch_proto.evaluation.frozen import code_version, write_frozen
 from minitorch_proto.evaluation.unit_tests import summarize_unit_tests
 
 
@@ -48,12 +50,17 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     if args.freeze:
         table = pd.read_csv(out)
+        if "code_version" not in table.columns:
+            table["code_version"] = "unknown"
         n = table.groupby("model")["seed"].nunique()
+        # Rows were appended over several sessions: say per model which commit made them.
+        versions = table.fillna({"code_version": "unknown"}).groupby("model")["code_version"].unique()
         write_frozen(table, "mil_unit_tests_seeds",
                      command=f"python benchmarks/mil_unit_tests_seeds.py --seeds {args.seeds} --out {out.name}",
                      description="MIL unit tests (single_concept, multi_concept, false_frequency; 200/200 bags; "
                                  "pass: test accuracy >= 0.75) per model and seed",
-                     seeds_per_model={str(k): int(v) for k, v in n.items()})
+                     seeds_per_model={str(k): int(v) for k, v in n.items()},
+                     code_versions={str(k): sorted(map(str, v)) for k, v in versions.items()})
         print(summarize_unit_tests(table).round(3).to_string())
         return 0
     try:
@@ -72,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     if out.exists():
         old = pd.read_csv(out)
         done = set(zip(old["model"], old["seed"]))
+    version = code_version()
     out.parent.mkdir(parents=True, exist_ok=True)
     for seed in range(lo, hi + 1):
         for name in names:
@@ -81,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                 t0 = time.perf_counter()
                 rows = experiments.mil_unit_test_table({name: available[name]}, random_state=seed)
             rows["seed"] = seed
+            rows["code_version"] = version
             rows.to_csv(out, mode="a", header=not out.exists(), index=False)
             print(f"{name} seed {seed}: {time.perf_counter() - t0:.1f} s, accuracy "
                   + ", ".join(f"{a:.2f}" for a in rows["accuracy"]), flush=True)

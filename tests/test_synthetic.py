@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.optimize import linprog, minimize
 from sklearn.cluster import KMeans
@@ -20,7 +21,7 @@ from minitorch_proto.data.synthetic import (
     make_toy_bags,
 )
 from minitorch_proto.evaluation.metrics import binary_auc
-from minitorch_proto.evaluation.unit_tests import run_mil_unit_tests
+from minitorch_proto.evaluation.unit_tests import compare_unit_test_runs, run_mil_unit_tests, summarize_unit_tests
 
 GENERATORS = [make_single_concept_test, make_multi_concept_test, make_false_frequency_test]
 
@@ -302,6 +303,48 @@ def test_false_frequency_counts_are_swapped():
                 assert 0 <= n_d <= 1
     with pytest.raises(ValueError):
         make_false_frequency_test(few=(0, 4), many=(3, 6))
+
+
+@pytest.mark.parametrize("gen", GENERATORS)
+def test_background_count_independent_of_the_label(gen):
+    # "fill" (default): special instances replace background, so the background count depends
+    # on the label; "independent": it is drawn alone and the special instances come on top
+    counts = {}
+    for mode in ("fill", "independent"):
+        train, test = gen(n_train=120, n_test=120, bag_size=(5, 9), random_state=0, background=mode)
+        assert train.info["background"] == mode
+        for split, data in (("train", train), ("test", test)):
+            for lab in (0, 1):
+                kinds = [k for k, y in zip(data.info["instance_kinds"], data.y) if y == lab]
+                bg = np.array([np.sum(k == 0) for k in kinds])
+                if mode == "independent":
+                    assert bg.min() >= 5 and bg.max() <= 9
+                    assert all(len(k) == n + np.sum(k != 0) for k, n in zip(kinds, bg))
+                counts[mode, split, lab] = bg.mean()
+    for split in ("train", "test"):
+        assert abs(counts["independent", split, 1] - counts["independent", split, 0]) < 0.8
+    # with "fill" the class with more special instances holds visibly fewer background ones
+    assert counts["fill", "test", 0] - counts["fill", "test", 1] > 1.5
+    with pytest.raises(ValueError, match="background"):
+        gen(n_train=10, n_test=10, background="add")
+
+
+def test_compare_unit_test_runs_names_changed_verdicts():
+    rows = [("m1", "t1", 0.9, 0.9), ("m1", "t2", 0.2, 0.9), ("m2", "t1", 0.5, 0.5)]
+
+    def table(col):
+        return summarize_unit_tests(pd.DataFrame(
+            [{"model": m, "test": t, "seed": s, "accuracy": r[col], "auc": r[col], "passed": r[col] >= 0.75}
+             for r in rows for m, t in [r[:2]] for s in range(3)]))
+
+    before, after = table(2), table(3)
+    cmp, sentence = compare_unit_test_runs(before, after, ("fill", "independent"), {"m1": "Model 1"})
+    assert cmp["changed"].tolist() == [False, True, False]
+    assert cmp["seeds passed (independent)"].tolist() == [3, 3, 0]
+    assert sentence.startswith("2 of 3 pass/fail verdicts are the same")
+    assert "Model 1 on t2 (0/3 -> 3/3 seeds)" in sentence
+    with pytest.raises(ValueError, match="share no"):
+        compare_unit_test_runs(before, after[after["model"] == "nobody"])
 
 
 def test_mil_unit_tests_registry():

@@ -101,14 +101,17 @@ def _make_bag(
     means: Mapping[int, np.ndarray],
     spread: float,
     n_features: int,
+    background: str = "fill",
 ) -> tuple[np.ndarray, np.ndarray]:
     """One bag: ``count`` instances of each ``(kind, count)`` in ``parts``, background elsewhere.
 
     Background instances are N(0, I); an instance of kind ``k`` is N(means[k], spread^2 I).
-    The bag grows beyond ``size`` when the special instances need more room. Rows are shuffled.
+    ``background="fill"``: the special instances take the place of background instances within
+    ``size`` (the bag grows beyond it only when they need more room); ``"independent"``:
+    ``size`` background instances, the special ones added on top. Rows are shuffled.
     """
     kinds = [kind for kind, count in parts for _ in range(count)]
-    n_background = max(size - len(kinds), 0)
+    n_background = size if background == "independent" else max(size - len(kinds), 0)
     kinds = np.array(kinds + [BACKGROUND] * n_background, dtype=np.int64)
     X = rng.standard_normal((len(kinds), n_features))
     for kind, mean in means.items():
@@ -157,17 +160,20 @@ def _build_split(
     label_rule: Callable[[np.ndarray], int],
     name: str,
     info: dict[str, Any],
+    background: str = "fill",
 ) -> SyntheticBags:
     """Half positive, half negative bags; ``parts(label)`` says which special instances a bag gets."""
+    if background not in ("fill", "independent"):
+        raise ValueError(f"background must be 'fill' or 'independent'; got {background!r}.")
     n_pos, n_neg = _split_counts(n, f"n_{split}")
     bags, kinds = [], []
     for label, count in ((1, n_pos), (0, n_neg)):
         for _ in range(count):
             special = parts(label)  # drawn before the size: the order of draws fixes the data
-            X, kind = _make_bag(rng, _draw(rng, size), special, means, spread, n_features)
+            X, kind = _make_bag(rng, _draw(rng, size), special, means, spread, n_features, background)
             bags.append(X)
             kinds.append(kind)
-    return _finish(bags, kinds, label_rule, rng, name=name, info=info)
+    return _finish(bags, kinds, label_rule, rng, name=name, info=dict(info, background=background))
 
 
 def _poison_parts(rng, split: str, poison: bool, rate: float, n_p: tuple[int, int]) -> Callable[[int], list]:
@@ -327,6 +333,12 @@ _COMMON_PARAMS_DOC = """
     bag_size : int or (int, int), default=(8, 16)
         Inclusive range of bag sizes (drawn uniformly). A bag grows beyond it only when its
         special instances need more room.
+    background : {"fill", "independent"}, default="fill"
+        ``"fill"``: special instances take the place of background ones within the drawn size,
+        so the number of background instances depends on the label (and the shift reverses at
+        test time with the shortcut). ``"independent"``: the drawn size counts background
+        instances only and the special ones are added on top (as in Raff & Holt's generators),
+        so the background count is independent of the label but the bag size is not.
     random_state : int, Generator or None, default=0
         Seed or generator; one integer seed always gives the same pair of sets.
     separation : float, default=4.0
@@ -363,6 +375,7 @@ def make_single_concept_test(
     poison: bool = True,
     poison_per_bag: int | tuple[int, int] = (2, 4),
     poison_rate: float = 1.0,
+    background: str = "fill",
 ) -> tuple[SyntheticBags, SyntheticBags]:
     """Standard-MIL unit test with a poisoned shortcut.
 
@@ -420,6 +433,7 @@ def make_single_concept_test(
                 poison_in=("negative" if split == "train" else "positive") if poison else None,
                 separation=separation, spread=spread,
             ),
+            background=background,
         )
 
     return build(n_train, "train"), build(n_test, "test")
@@ -439,6 +453,7 @@ def make_multi_concept_test(
     poison: bool = True,
     poison_per_bag: int | tuple[int, int] = (2, 4),
     poison_rate: float = 1.0,
+    background: str = "fill",
 ) -> tuple[SyntheticBags, SyntheticBags]:
     """Multi-concept ("all of k concepts") unit test with a poisoned shortcut.
 
@@ -501,6 +516,7 @@ def make_multi_concept_test(
                 poison_in=("negative" if split == "train" else "positive") if poison else None,
                 separation=separation, spread=spread,
             ),
+            background=background,
         )
 
     return build(n_train, "train"), build(n_test, "test")
@@ -518,6 +534,7 @@ def make_false_frequency_test(
     concept_per_bag: int | tuple[int, int] = (1, 2),
     few: int | tuple[int, int] = (0, 1),
     many: int | tuple[int, int] = (4, 7),
+    background: str = "fill",
 ) -> tuple[SyntheticBags, SyntheticBags]:
     """False-frequency unit test: the label must not follow how often a distractor appears.
 
@@ -572,6 +589,7 @@ def make_false_frequency_test(
                 distractor_frequent_in="negative" if split == "train" else "positive",
                 few=few_r, many=many_r, separation=separation, spread=spread,
             ),
+            background=background,
         )
 
     return build(n_train, "train"), build(n_test, "test")

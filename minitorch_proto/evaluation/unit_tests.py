@@ -16,7 +16,7 @@ from .metrics import binary_auc
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["run_mil_unit_tests", "summarize_unit_tests", "unit_test_verdict"]
+__all__ = ["compare_unit_test_runs", "run_mil_unit_tests", "summarize_unit_tests", "unit_test_verdict"]
 
 
 def _positive_scores(estimator: Any, bags: list[np.ndarray]) -> np.ndarray | None:
@@ -157,3 +157,46 @@ def unit_test_verdict(summary: "pd.DataFrame", display: Mapping[str, str] | None
     if good:
         return head + ": " + ", ".join(good) + "."
     return head + "."
+
+
+def compare_unit_test_runs(
+    before: "pd.DataFrame",
+    after: "pd.DataFrame",
+    labels: tuple[str, str] = ("before", "after"),
+    display: Mapping[str, str] | None = None,
+) -> tuple["pd.DataFrame", str]:
+    """Which (model, test) verdicts change between two runs of the unit tests.
+
+    Parameters
+    ----------
+    before, after : pandas.DataFrame
+        Summaries from :func:`summarize_unit_tests` (e.g. the same models on two variants of
+        the generators); only the (model, test) pairs present in both are compared.
+    labels : pair of str
+        Names of the two runs in the table's columns and in the sentence.
+    display : mapping, optional
+        Model names to print (default: the names themselves).
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per shared (model, test): ``"seeds passed (<label>)"`` for both runs and
+        ``changed`` (the pass verdict differs).
+    sentence : str
+        How many verdicts are unchanged, and each change as ``model on test (k/n -> k'/n')``.
+    """
+    name = (lambda m: display.get(m, m)) if display else (lambda m: m)
+    keys = ["model", "test"]
+    cols = ["seeds_passed", "n_seeds", "passed"]
+    merged = before[keys + cols].merge(after[keys + cols], on=keys, suffixes=("_0", "_1"))
+    if merged.empty:
+        raise ValueError("the two unit-test summaries share no (model, test) pair.")
+    merged["changed"] = merged["passed_0"] != merged["passed_1"]
+    table = merged.assign(model=merged["model"].map(name)).rename(columns={
+        "seeds_passed_0": f"seeds passed ({labels[0]})", "seeds_passed_1": f"seeds passed ({labels[1]})"})
+    table = table[keys + [f"seeds passed ({labels[0]})", f"seeds passed ({labels[1]})", "changed"]]
+    changes = [f"{name(r.model)} on {r.test} ({r.seeds_passed_0}/{r.n_seeds_0} -> {r.seeds_passed_1}/{r.n_seeds_1} seeds)"
+               for r in merged.itertuples() if r.changed]
+    head = (f"{len(merged) - len(changes)} of {len(merged)} pass/fail verdicts are the same with "
+            f"{labels[0]} and with {labels[1]}")
+    return table.reset_index(drop=True), head + (": changed " + "; ".join(changes) + "." if changes else ".")
