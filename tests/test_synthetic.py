@@ -21,7 +21,12 @@ from minitorch_proto.data.synthetic import (
     make_toy_bags,
 )
 from minitorch_proto.evaluation.metrics import binary_auc
-from minitorch_proto.evaluation.unit_tests import compare_unit_test_runs, run_mil_unit_tests, summarize_unit_tests
+from minitorch_proto.evaluation.unit_tests import (
+    background_counts,
+    compare_unit_test_runs,
+    run_mil_unit_tests,
+    summarize_unit_tests,
+)
 
 GENERATORS = [make_single_concept_test, make_multi_concept_test, make_false_frequency_test]
 
@@ -327,6 +332,18 @@ def test_background_count_independent_of_the_label(gen):
     assert counts["fill", "test", 0] - counts["fill", "test", 1] > 1.5
     with pytest.raises(ValueError, match="background"):
         gen(n_train=10, n_test=10, background="add")
+
+
+def test_background_counts_show_the_flip_and_its_removal():
+    fill = background_counts(["single_concept"], [0, 1])
+    assert list(fill.index) == [("single_concept", "train"), ("single_concept", "test")]
+    gap = fill["background (positive)"] - fill["background (negative)"]
+    assert gap.loc[("single_concept", "train")] > 0 > gap.loc[("single_concept", "test")]  # flips
+    np.testing.assert_allclose(fill["size (positive)"], fill["size (negative)"], atol=1.0)
+    indep = background_counts(["single_concept"], [0, 1], {"single_concept": {"background": "independent"}})
+    np.testing.assert_allclose(indep["background (positive)"], indep["background (negative)"], atol=0.8)
+    with pytest.raises(ValueError, match="Unknown"):
+        background_counts(["nope"])
 
 
 def test_compare_unit_test_runs_names_changed_verdicts():

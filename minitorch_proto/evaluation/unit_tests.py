@@ -16,7 +16,7 @@ from .metrics import binary_auc
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["compare_unit_test_runs", "run_mil_unit_tests", "summarize_unit_tests", "unit_test_verdict"]
+__all__ = ["background_counts", "compare_unit_test_runs", "run_mil_unit_tests", "summarize_unit_tests", "unit_test_verdict"]
 
 
 def _positive_scores(estimator: Any, bags: list[np.ndarray]) -> np.ndarray | None:
@@ -200,3 +200,50 @@ def compare_unit_test_runs(
     head = (f"{len(merged) - len(changes)} of {len(merged)} pass/fail verdicts are the same with "
             f"{labels[0]} and with {labels[1]}")
     return table.reset_index(drop=True), head + (": changed " + "; ".join(changes) + "." if changes else ".")
+
+
+def background_counts(
+    tests: Iterable[str] | None = None,
+    random_state: Iterable[int] = range(10),
+    generator_kwargs: Mapping[str, Mapping[str, Any]] | None = None,
+) -> "pd.DataFrame":
+    """Mean number of background instances and mean bag size per test, split and class.
+
+    Shows whether the background count (or the bag size) carries the label, and whether
+    that signal flips between the training and the test set.
+
+    Parameters
+    ----------
+    tests : iterable of str, optional
+        Names from :data:`MIL_UNIT_TESTS` (default: all).
+    random_state : iterable of int, default=range(10)
+        Seeds of the generators; the means pool all of them.
+    generator_kwargs : mapping, optional
+        Extra arguments per test name (e.g. ``{"single_concept": {"background": "independent"}}``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Index (test, split); columns ``background (positive)``, ``background (negative)``,
+        ``size (positive)``, ``size (negative)``.
+    """
+    import pandas as pd
+
+    names = list(tests or MIL_UNIT_TESTS)
+    unknown = [t for t in names if t not in MIL_UNIT_TESTS]
+    if unknown:
+        raise ValueError(f"Unknown MIL unit test(s) {unknown}; choose from {sorted(MIL_UNIT_TESTS)}.")
+    rows = []
+    for name in names:
+        for seed in random_state:
+            sets = MIL_UNIT_TESTS[name](random_state=int(seed), **dict((generator_kwargs or {}).get(name, {})))
+            for split, data in zip(("train", "test"), sets):
+                for kind, label in zip(data.info["instance_kinds"], data.y):
+                    rows.append({"test": name, "split": split, "label": "positive" if label == 1 else "negative",
+                                 "background": int(np.sum(kind == 0)), "size": len(kind)})
+    if not rows:
+        raise ValueError("random_state holds no seed.")
+    means = pd.DataFrame(rows).groupby(["test", "split", "label"], sort=False)[["background", "size"]].mean()
+    wide = means.unstack("label")
+    wide.columns = [f"{what} ({label})" for what, label in wide.columns]
+    return wide[[f"{w} ({c})" for w in ("background", "size") for c in ("positive", "negative")]]
