@@ -32,6 +32,7 @@ from importlib.metadata import version
 
 import numpy as np
 import torch
+from sklearn.base import clone
 from sklearn.metrics import roc_auc_score
 from torch import nn
 
@@ -42,6 +43,8 @@ from minitorch_proto.evaluation.cv import stratified_folds
 from minitorch_proto.preprocessing import BagStandardizer
 
 METHODS = ("attention", "gated_attention")
+#: --reseed refits the package with each fold's seed plus this (a second, independent draw).
+RESEED_OFFSET = 1_000_003
 
 
 def _import_torchmil():
@@ -57,37 +60,150 @@ def _import_torchmil():
     return ABMIL, MLP
 
 
-def torchmil_fit_predict(ABMIL, MLP, train, y_train, test, settings: dict, seed: int, epochs: int) -> np.ndarray:
-    """Train torchmil's ABMIL on ``train`` and return the test bags' logits."""
-    torch.manual_seed(seed)
-    d = train[0].shape[1]
+def build_torchmil(ABMIL, MLP, n_features: int, settings: dict) -> nn.Module:
+    """torchmil's ABMIL with a Linear-ReLU feature extractor and dropout after it, as the package's."""
     widths = [int(h) for h in settings["hidden_sizes"]]
-    feat_ext = nn.Sequential(MLP(d, widths, ["relu"] * len(widths)), nn.Dropout(float(settings["dropout"])))
-    model = ABMIL(in_shape=(d,), att_dim=int(settings["attention_dim"]), att_act="tanh",
-                  gated=bool(settings["gated"]), feat_ext=feat_ext, criterion=nn.BCEWithLogitsLoss())
+    feat_ext = nn.Sequential(MLP(n_features, widths, ["relu"] * len(widths)), nn.Dropout(float(settings["dropout"])))
+    return ABMIL(in_shape=(n_features,), att_dim=int(settings["attention_dim"]), att_act="tanh",
+                 gated=bool(settings["gated"]), feat_ext=feat_ext, criterion=nn.BCEWithLogitsLoss())
+
+
+def train_torchmil(model: nn.Module, train, y_train, settings: dict, orders, dtype=torch.float32) -> nn.Module:
+    """Adam, one bag per step, bags visited in ``orders[epoch]``."""
     opt = torch.optim.Adam(model.parameters(), lr=float(settings["lr"]), betas=tuple(settings["betas"]),
                            weight_decay=float(settings["weight_decay"]))
-    xs = [torch.tensor(b, dtype=torch.float32).unsqueeze(0) for b in train]
-    ys = torch.tensor(y_train, dtype=torch.float32)
-    rng = np.random.default_rng(seed)
+    xs = [torch.tensor(b, dtype=dtype).unsqueeze(0) for b in train]
+    ys = torch.tensor(y_train, dtype=dtype)
     model.train()
-    for _ in range(epochs):
-        for i in rng.permutation(len(xs)):
-            _, losses = model.compute_loss(ys[i : i + 1], xs[i])
-            loss = sum(losses.values())
+    for order in orders:
+        for i in order:
+            # model.criterion rather than ABMIL.compute_loss, which casts to float32 and
+            # would blur the float64 lockstep comparison; in float32 the two are the same.
+            loss = model.criterion(model(xs[i]), ys[i : i + 1])
             opt.zero_grad()
             loss.backward()
             opt.step()
     model.eval()
+    return model
+
+
+def torchmil_logits(model: nn.Module, bags, dtype=torch.float32) -> np.ndarray:
     with torch.no_grad():
-        return np.array([float(model(torch.tensor(b, dtype=torch.float32).unsqueeze(0))[0]) for b in test])
+        return np.array([float(model(torch.tensor(b, dtype=dtype).unsqueeze(0))[0]) for b in bags])
 
 
-def _summary(ours: np.ndarray, theirs: np.ndarray) -> dict:
+def torchmil_fit_predict(ABMIL, MLP, train, y_train, test, settings: dict, seed: int, epochs: int) -> np.ndarray:
+    """Train torchmil's ABMIL on ``train`` (its own initialisation, order and dropout draws); test logits."""
+    torch.manual_seed(seed)
+    model = build_torchmil(ABMIL, MLP, train[0].shape[1], settings)
+    rng = np.random.default_rng(seed)
+    orders = [rng.permutation(len(train)) for _ in range(epochs)]
+    return torchmil_logits(train_torchmil(model, train, y_train, settings, orders), test)
+
+
+def lockstep(ABMIL, MLP, method: str, train, y_train, test, seed: int, epochs: int = 3) -> float:
+    """Max |logit difference| on ``test`` when both sides start from the package's initial
+    weights, visit the bags in the package's order, and train without dropout in float64.
+
+    Near zero means the two implement the same network, loss and optimiser step, so any
+    gap in the cross-validated scores comes from the random streams (initial weights,
+    bag order, dropout masks), not from the model.
+    """
+    est = BASELINES[method](0).set_params(n_epochs=epochs, dropout=0.0, dtype="float64", random_state=seed)
+    probe = clone(est)
+    probe.n_features_in_ = train[0].shape[1]
+    # The package's own set-up (what fit() draws): initial network and bag-order RNG.
+    net0, rng, _ = probe._setup_training(torch.device("cpu"))
+    orders = [rng.permutation(len(train)) for _ in range(epochs)]
+    theirs = build_torchmil(ABMIL, MLP, train[0].shape[1], est.get_params()).double()
+    ours0 = net0.state_dict()
+    embed = sorted({int(k.split(".")[1]) for k in ours0 if k.startswith("embed.")})
+    mapping = {f"feat_ext.0.net.{i}.{p}": f"embed.{i}.{p}" for i in embed for p in ("weight", "bias")}
+    mapping.update({"pool.fc1.module.weight": "att_v.weight", "pool.fc1.module.bias": "att_v.bias",
+                    "pool.fc2.weight": "att_w.weight",  # att_w.bias shifts every score alike: no effect
+                    "classifier.module.weight": "classifier.weight", "classifier.module.bias": "classifier.bias"})
+    if est.gated:
+        mapping.update({"pool.fc_gated.module.weight": "att_u.weight", "pool.fc_gated.module.bias": "att_u.bias"})
+    theirs.load_state_dict({k: ours0[v] for k, v in mapping.items()}, strict=True)
+    train_torchmil(theirs, train, y_train, est.get_params(), orders, dtype=torch.float64)
+    ours = est.fit(train, y_train).decision_function(test)
+    return float(np.abs(ours - torchmil_logits(theirs, test, dtype=torch.float64)).max())
+
+
+def _summary(ours: np.ndarray, theirs: np.ndarray, names=("package", "torchmil")) -> dict:
     diff = ours - theirs
-    return dict(package=round(float(ours.mean()), 3), torchmil=round(float(theirs.mean()), 3),
+    return {names[0]: round(float(ours.mean()), 3), names[1]: round(float(theirs.mean()), 3)} | dict(
                 paired_diff=round(float(diff.mean()), 3),
                 paired_diff_se=round(float(diff.std(ddof=1) / np.sqrt(len(diff))), 3))
+
+
+def summarise(records: list[dict]) -> dict:
+    """Per data set and method: mean accuracy / AUC of both sides and paired differences over folds."""
+    out: dict = {}
+    for name, method in sorted({(r["dataset"], r["method"]) for r in records}):
+        rows = [r for r in records if r["dataset"] == name and r["method"] == method]
+        scores, floor = {}, {}
+        reseeded = all("package_reseeded" in r for r in rows)
+        for metric, fn in (("accuracy", lambda y, s: np.mean((s > 0) == y)), ("auc", roc_auc_score)):
+            per_fold = {side: np.array([fn(np.array(r["y"]), np.array(r[side])) for r in rows])
+                        for side in ("package", "torchmil", "package_reseeded") if side != "package_reseeded" or reseeded}
+            scores[metric] = _summary(per_fold["package"], per_fold["torchmil"])
+            if reseeded:
+                floor[metric] = _summary(per_fold["package"], per_fold["package_reseeded"],
+                                         names=("package", "package_reseeded"))
+        # Share of test bags called positive: separates a threshold (calibration) gap from a ranking gap.
+        scores["called_positive"] = {side: round(float(np.mean(np.concatenate([np.array(r[side]) > 0 for r in rows]))), 3)
+                                     for side in ("package", "torchmil")}
+        if reseeded:
+            # The same package model with other seeds: how far two runs of one implementation drift apart.
+            scores["noise_floor"] = floor
+        scores["folds"] = len(rows)
+        out.setdefault(name, {})[method] = scores
+    return out
+
+
+def run(args) -> tuple[list[dict], dict]:
+    ABMIL, MLP = _import_torchmil()
+    torch.set_num_threads(1)
+    records, lockstep_gaps = [], {}
+    for name in args.datasets:
+        data = load_benchmark(name)
+        folds = [f for f in stratified_folds(data.y, args.repeats, args.folds, random_state=0)
+                 if not args.only_repeats or f.repeat in args.only_repeats]
+        prepared = []
+        for f in folds:
+            std = BagStandardizer("feature").fit([data.bags[i] for i in f.train])
+            prepared.append((std.transform([data.bags[i] for i in f.train]),
+                             std.transform([data.bags[i] for i in f.test])))
+        for method in args.methods:
+            f0, (tr0, te0) = folds[0], prepared[0]
+            gap = lockstep(ABMIL, MLP, method, tr0, data.y[f0.train], te0, f0.seed)
+            print(name, method, f"lockstep (package's initial weights and bag order, no dropout, float64, "
+                  f"3 epochs, fold {f0.repeat}.{f0.fold}): max |logit difference| {gap:.1e}", flush=True)
+            lockstep_gaps.setdefault(name, {})[method] = gap
+            est = BASELINES[method](0).set_params(n_epochs=args.epochs)
+            settings = est.get_params()
+            t0 = time.perf_counter()
+            fitted = fit_many(est, [(tr, data.y[f.train]) for (tr, _), f in zip(prepared, folds)],
+                              [f.seed for f in folds])
+            t_ours = time.perf_counter() - t0
+            if args.reseed:
+                again = fit_many(est, [(tr, data.y[f.train]) for (tr, _), f in zip(prepared, folds)],
+                                 [f.seed + RESEED_OFFSET for f in folds])
+            t0 = time.perf_counter()
+            theirs = [torchmil_fit_predict(ABMIL, MLP, tr, data.y[f.train], te, settings, f.seed, args.epochs)
+                      for (tr, te), f in zip(prepared, folds)]
+            t_theirs = time.perf_counter() - t0
+            new = [dict(dataset=name, method=method, repeat=f.repeat, fold=f.fold, seed=f.seed,
+                        y=data.y[f.test].tolist(), package=m.decision_function(te).tolist(), torchmil=s.tolist())
+                   for f, m, (_, te), s in zip(folds, fitted, prepared, theirs)]
+            if args.reseed:
+                for rec, m, (_, te) in zip(new, again, prepared):
+                    rec["package_reseeded"] = m.decision_function(te).tolist()
+            records += new
+            print(name, method, json.dumps(summarise(new)[name][method]),
+                  f"fit seconds: package {t_ours:.1f}, torchmil {t_theirs:.1f}", flush=True)
+    return records, lockstep_gaps
 
 
 def main() -> None:
@@ -95,44 +211,43 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=["musk1", "fox"])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--only-repeats", type=int, nargs="+", default=None,
+                        help="run only these repetitions (1-based) of the --repeats x --folds protocol, "
+                             "so a long protocol can be run in pieces and merged with --combine")
     parser.add_argument("--folds", type=int, default=10)
     parser.add_argument("--epochs", type=int, default=50)
+    parser.add_argument("--reseed", action="store_true",
+                        help="also refit the package with other seeds: the paired difference between two runs "
+                             "of the same implementation (the noise floor)")
+    parser.add_argument("--records", default=None, help="write every fold's test labels and logits here (JSON)")
+    parser.add_argument("--combine", nargs="+", default=None, metavar="RECORDS",
+                        help="train nothing: merge --records files and print the summary")
     args = parser.parse_args()
     if args.epochs < 1 or args.repeats < 1:
         parser.error("--epochs and --repeats must be >= 1")
-    ABMIL, MLP = _import_torchmil()
-
-    torch.set_num_threads(1)
-    results = {}
-    for name in args.datasets:
-        data = load_benchmark(name)
-        folds = stratified_folds(data.y, args.repeats, args.folds, random_state=0)
-        prepared = []
-        for f in folds:
-            std = BagStandardizer("feature").fit([data.bags[i] for i in f.train])
-            prepared.append((std.transform([data.bags[i] for i in f.train]),
-                             std.transform([data.bags[i] for i in f.test])))
-        for method in args.methods:
-            est = BASELINES[method](0).set_params(n_epochs=args.epochs)
-            settings = est.get_params()
-            t0 = time.perf_counter()
-            fitted = fit_many(est, [(tr, data.y[f.train]) for (tr, _), f in zip(prepared, folds)],
-                              [f.seed for f in folds])
-            t_ours = time.perf_counter() - t0
-            ours_logit = [m.decision_function(te) for m, (_, te) in zip(fitted, prepared)]
-            t0 = time.perf_counter()
-            theirs_logit = [torchmil_fit_predict(ABMIL, MLP, tr, data.y[f.train], te, settings, f.seed, args.epochs)
-                            for (tr, te), f in zip(prepared, folds)]
-            t_theirs = time.perf_counter() - t0
-            y_tests = [data.y[f.test] for f in folds]
-            acc = [np.array([np.mean((s > 0) == y) for s, y in zip(side, y_tests)]) for side in (ours_logit, theirs_logit)]
-            auc = [np.array([roc_auc_score(y, s) for s, y in zip(side, y_tests)]) for side in (ours_logit, theirs_logit)]
-            row = dict(accuracy=_summary(*acc), auc=_summary(*auc), fit_s=dict(package=round(t_ours, 1),
-                                                                             torchmil=round(t_theirs, 1)))
-            results.setdefault(name, {})[method] = row
-            print(name, method, json.dumps(row), flush=True)
-    print(json.dumps({"torchmil": version("torchmil"), "folds": f"{args.repeats}x{args.folds}",
-                      "epochs": args.epochs, "results": results}))
+    if args.only_repeats and not all(1 <= r <= args.repeats for r in args.only_repeats):
+        parser.error(f"--only-repeats must lie in 1..{args.repeats}")
+    if args.combine:
+        records, meta = [], {}
+        for path in args.combine:
+            try:
+                with open(path) as fh:
+                    blob = json.load(fh)
+                records += blob["records"]
+            except (OSError, ValueError, KeyError) as exc:
+                parser.exit(2, f"crosscheck_torchmil: cannot read records from {path}: {exc!r}\n")
+            meta = {k: v for k, v in blob.items() if k != "records"}
+        keys = [(r["dataset"], r["method"], r["repeat"], r["fold"]) for r in records]
+        if len(set(keys)) != len(keys):
+            parser.exit(2, "crosscheck_torchmil: the --combine files hold the same fold twice\n")
+    else:
+        records, gaps = run(args)
+        meta = {"torchmil": version("torchmil"), "protocol": f"{args.repeats}x{args.folds}", "epochs": args.epochs,
+                "lockstep_max_logit_diff": gaps}
+        if args.records:
+            with open(args.records, "w") as fh:
+                json.dump({**meta, "records": records}, fh)
+    print(json.dumps({**meta, "results": summarise(records)}))
 
 
 if __name__ == "__main__":
