@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from minitorch_proto.evaluation import tuning
 from minitorch_proto.evaluation.cv import stratified_folds
@@ -180,3 +184,65 @@ def test_best_baseline_comparison_uses_the_same_folds():
     assert row["best_baseline"] == "b1" and row["baseline"] == pytest.approx(0.825)
     assert row["diff"] == pytest.approx(-0.025) and row["n_folds"] == 4
     assert "further below on 1: a (-0.025)" in comparison_verdict(table)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 6)), min_size=2, max_size=40))
+def test_fast_auc_is_scikit_learns_number_bit_for_bit(pairs):
+    """binary_auc skips roc_auc_score's checks (100x its arithmetic); ties and all must give the same float."""
+    from sklearn.metrics import roc_auc_score
+
+    from minitorch_proto.evaluation.metrics import binary_auc
+
+    y = np.array([p[0] for p in pairs])
+    s = np.array([p[1] for p in pairs], dtype=np.float64) / 7.0  # few distinct values: many ties
+    if y.all() or not y.any():
+        assert np.isnan(binary_auc(y, s))
+    else:
+        assert binary_auc(y, s) == float(roc_auc_score(y, s))
+
+
+def test_training_goes_on_from_a_fit_exactly_as_without_a_stop():
+    from minitorch_proto.training import TrainConfig, train_batched
+
+    bags, y = make_concept_bags(40, seed=3)
+    y = np.asarray(y)
+    train = [np.arange(0, 30), np.arange(10, 40), np.arange(5, 35)]
+    val = [np.arange(30, 40), np.arange(0, 10), np.arange(35, 40)]
+    lr_p, lr_w = [1e-2, 1e-3, 1e-2], [1e-3, 1e-2, 1e-2]
+    mconf = sample_candidates(1, 0)[0].model_config()
+    kw = dict(eval_every=5, backend="compiled", dtype=torch.float64)
+    whole = train_batched(bags, y, train, [1, 2, 3], mconf, TrainConfig(epochs=12), eval_sets=val,
+                          lr_prototypes=lr_p, lr_classifier=lr_w, **kw)
+    first = train_batched(bags, y, train, [1, 2, 3], mconf, TrainConfig(epochs=6), eval_sets=val,
+                          lr_prototypes=lr_p, lr_classifier=lr_w, **kw)
+    keep = [2, 0]  # a subset, in another order (what successive halving does)
+    pick = lambda v: [v[i] for i in keep]  # noqa: E731
+    rest = train_batched(bags, y, pick(train), [3, 1], mconf, TrainConfig(epochs=12), eval_sets=pick(val),
+                         lr_prototypes=pick(lr_p), lr_classifier=pick(lr_w), resume=[(first, i) for i in keep], **kw)
+    assert torch.equal(rest.prototypes, whole.prototypes[keep]) and torch.equal(rest.weight, whole.weight[keep])
+    assert sorted(rest.evaluations) == [10, 12]
+    for e in (10, 12):
+        for n, i in enumerate(keep):
+            np.testing.assert_array_equal(rest.evaluations[e][n], whole.evaluations[e][i])
+    with pytest.raises(ValueError, match="differs"):
+        train_batched(bags, y, pick(train), [4, 1], mconf, TrainConfig(epochs=12), lr_prototypes=pick(lr_p),
+                      lr_classifier=pick(lr_w), resume=[(first, i) for i in keep], backend="compiled",
+                      dtype=torch.float64)
+    with pytest.raises(ValueError, match="already trained"):
+        train_batched(bags, y, train, [1, 2, 3], mconf, TrainConfig(epochs=6), lr_prototypes=lr_p, lr_classifier=lr_w,
+                      resume=[(first, i) for i in range(3)], backend="compiled", dtype=torch.float64)
+
+
+def test_warm_started_halving_chooses_and_scores_exactly_as_from_scratch():
+    """Survivors trained on from their last rung: same scores, rung tables and choices, bit for bit."""
+    bags, y = make_concept_bags(50, seed=1)
+    folds = stratified_folds(y, 1, 3, random_state=0)
+    budget = SearchBudget(n_candidates=6, factor=2, max_epochs=8, eval_every=3, inner_folds=2, n_seeds=1)
+    args = (bags, y, [f.train for f in folds], [f.seed for f in folds], budget)
+    warm, cold = search_many(*args), search_many(*args, warm_start=False)
+    for a, b in zip(warm, cold):
+        assert a.chosen == b.chosen and a.inner_score == b.inner_score
+        assert len(a.rungs) == 3
+        for x, z in zip(a.rungs, b.rungs):
+            pd.testing.assert_frame_equal(x, z)

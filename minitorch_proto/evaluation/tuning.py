@@ -222,6 +222,7 @@ def search_many(
     backend: str = "auto",
     device="cpu",
     models_per_batch: int = 600,
+    warm_start: bool = True,
 ) -> list[SearchResult]:
     """Successive halving on inner splits of each of several training sets, trained together.
 
@@ -236,6 +237,13 @@ def search_many(
     budget : :class:`SearchBudget`
     models_per_batch : int
         Largest batched program (memory grows with it).
+    warm_start : bool
+        Train a surviving candidate on from where its previous rung stopped (compiled backend)
+        instead of again from scratch. Training does not depend on the number of epochs still to
+        come (constant learning rates, the bag order drawn epoch by epoch), so the models, their
+        checkpoint scores and the choices are the same either way, bit for bit
+        (``tests/test_tuning.py``); only the repeated epochs are saved (about a quarter of the
+        search with the default budget). False, or the tensor backend: every rung from scratch.
 
     Returns
     -------
@@ -255,6 +263,9 @@ def search_many(
     best_epoch = [dict() for _ in train_sets]
     best_score = [dict() for _ in train_sets]
     schedule = halving_schedule(budget)
+    warm = warm_start and _compiled_engine(backend, device)
+    carry: dict[tuple, tuple] = {}  # job -> (fit, index) where it stopped (warm start)
+    probas: dict[tuple, dict[int, np.ndarray]] = {}  # job -> checkpoint epoch -> inner validation probabilities
     for rung, (_, epochs) in enumerate(schedule):
         jobs = [(j, c, k) for j in range(len(train_sets)) for c in alive[j] for k in range(budget.inner_folds)]
         checkpoints = _checkpoints(epochs, budget.eval_every)
@@ -263,10 +274,12 @@ def search_many(
         groups: dict[tuple, list] = {}
         for job in jobs:
             groups.setdefault(pool[job[1]].structure(), []).append(job)
+        next_carry = {}
         for key, members in groups.items():
             mconf = pool[members[0][1]].model_config()
             for s in range(0, len(members), models_per_batch):
                 chunk = members[s : s + models_per_batch]
+                resume = [carry[job] for job in chunk] if warm and rung > 0 else None
                 fit = train_batched(
                     bags, y, [inner[j][k][0] for j, _, k in chunk],
                     # The same seed for every candidate on one inner split (common random numbers).
@@ -275,14 +288,21 @@ def search_many(
                     lr_prototypes=[pool[c].lr_prototypes for _, c, _ in chunk],
                     lr_classifier=[pool[c].lr_classifier for _, c, _ in chunk],
                     eval_sets=[inner[j][k][1] for j, _, k in chunk], eval_every=int(budget.eval_every),
-                    device=device, backend=backend,
+                    device=device, backend=backend, resume=resume,
                 )
-                for i, (j, c, k) in enumerate(chunk):
+                for i, job in enumerate(chunk):
+                    j, c, k = job
+                    if warm:
+                        next_carry[job] = (fit, i)
+                    # Checkpoints before the warm start were scored in the earlier rung.
+                    seen = probas.setdefault(job, {}) if warm else {}
+                    seen.update({ep: p[i] for ep, p in fit.evaluations.items()})
                     val = inner[j][k][1]
                     for e, ep in enumerate(checkpoints):
-                        acc, auc = scores_from_proba(y[val], fit.evaluations[ep][i])
+                        acc, auc = scores_from_proba(y[val], seen[ep])
                         v = acc if budget.score == "accuracy" or np.isnan(auc) else auc
                         score[j][c][e] += v / budget.inner_folds
+        carry = next_carry  # earlier rungs' fits can go
         for j in range(len(train_sets)):
             rows = []
             for c in alive[j]:
@@ -304,6 +324,14 @@ def search_many(
         chosen = Candidate(**{**pool[c].estimator_params(), "epochs": int(best_epoch[j][c])})
         out.append(SearchResult(chosen, best_score[j][c], history[j], seconds))
     return out
+
+
+def _compiled_engine(backend: str, device) -> bool:
+    """Whether :func:`train_batched` will use the compiled engine (the one that can continue a fit)."""
+    from ..training import compiled
+    from ..utils import resolve_device
+
+    return backend == "compiled" or (backend == "auto" and compiled.AVAILABLE and resolve_device(device).type == "cpu")
 
 
 def search(bags: Sequence[np.ndarray], y, budget: SearchBudget | None = None, *, seed: int = 0,

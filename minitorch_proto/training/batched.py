@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import time
+from dataclasses import replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -36,7 +37,7 @@ from ..preprocessing import BagStandardizer
 from ..utils import progress_bar, resolve_device, torch_threads
 from . import compiled
 from .config import TrainConfig, epoch_batches
-from .setup import BagPool, BatchedFit, Setup, numpy_dtype
+from .setup import BagPool, BatchedFit, ResumeState, Setup, numpy_dtype
 from .tensor import _Stack, fit_tensor
 
 __all__ = ["BatchedFit", "train_batched"]
@@ -76,6 +77,7 @@ def train_batched(
     on_epoch_end: Callable[[int, "BatchedFit"], None] | None = None,
     backend: str = "auto",
     autocast: str | None = None,
+    resume: Sequence[tuple[BatchedFit, int]] | None = None,
 ) -> BatchedFit:
     """Fit M = len(train_sets) models at once.
 
@@ -126,6 +128,14 @@ def train_batched(
         backend, float32, CPU or CUDA): faster on hardware with bf16 units, at the
         cost of about three significant digits in the distances. ``"auto"`` then
         picks the tensor backend.
+    resume : sequence of (BatchedFit, int), optional
+        Compiled backend: model ``m`` goes on from model ``i`` of an earlier fit (``resume[m] =
+        (fit, i)``) instead of starting afresh: its parameters, Adam moments, step count and bag
+        order continue, and training stops at ``train_config.epochs`` counted from the start, so
+        the result is the one an uninterrupted run would give (with a constant or epoch-indexed
+        learning rate). The earlier models must have trained as many epochs each, with the same
+        training set, seed, learning rates, configs and dtype (checked). Successive halving uses
+        it: a surviving candidate is trained on, not again from scratch.
 
     Returns
     -------
@@ -163,6 +173,11 @@ def train_batched(
         run = _fit_compiled
     else:
         run = fit_tensor
+    if resume is not None:
+        if run is not _fit_compiled:
+            raise ValueError("resume needs the compiled backend (device='cpu', numba installed, no autocast).")
+        if len(resume) != M:
+            raise ValueError(f"Got {M} train sets but {len(resume)} models to resume.")
     t_start = time.perf_counter()
 
     pool = BagPool(bags, dev)
@@ -172,10 +187,12 @@ def train_batched(
         std = BagStandardizer(standardization).fit([bags[i] for i in train_sets[m]])
         standardizers.append(std)
         init_instances = None
-        if model_config.init != "normal":
+        # A resumed model's initial values are replaced: skip a data-driven initialisation.
+        if model_config.init != "normal" and resume is None:
             init_instances = np.concatenate(std.transform([bags[i] for i in train_sets[m]]))
         gen = torch.Generator().manual_seed(int(seeds[m]))
-        modules.append(PrototypeMIL(L, n_classes, model_config, generator=gen, init_instances=init_instances))
+        start_config = model_config if resume is None else replace(model_config, init="normal")
+        modules.append(PrototypeMIL(L, n_classes, start_config, generator=gen, init_instances=init_instances))
 
     if standardization == "instance":
         # Per-instance z-scoring needs no fitting: do it once on the pool.
@@ -190,7 +207,8 @@ def train_batched(
 
     setup = Setup(bags, y, train_sets, seeds, model_config, train_config, n_classes, standardization,
                    lr_prototypes, lr_classifier, eval_sets, eval_every, dev, dtype, progress, num_threads,
-                   table_limit_bytes, on_epoch_end, pool, modules, means, scales, standardizers, autocast_dtype)
+                   table_limit_bytes, on_epoch_end, pool, modules, means, scales, standardizers, autocast_dtype,
+                   resume)
     fit = run(setup)
     fit.seconds = time.perf_counter() - t_start
     return fit
@@ -237,6 +255,7 @@ def _train_compiled(s: Setup) -> BatchedFit:
     fit = BatchedFit(P, W, b, mc, s.standardizers, s.n_classes, history=[[] for _ in range(M)])
     lr_p, lr_w = s.learning_rates()
     rngs = [np.random.default_rng(int(seed)) for seed in s.seeds]
+    first_epoch = 0 if s.resume is None else _resume(s, state, rngs, lr_p, lr_w)
     y = np.asarray(s.y, dtype=np.int64)
     s.start(fit)
 
@@ -245,7 +264,7 @@ def _train_compiled(s: Setup) -> BatchedFit:
         return class_probabilities(logits)
 
     B = int(tc.batch_size)
-    for epoch in progress_bar(range(int(tc.epochs)), s.progress, f"epochs ({M} models)"):
+    for epoch in progress_bar(range(first_epoch, int(tc.epochs)), s.progress, f"epochs ({M} models)"):
         t0 = time.perf_counter()
         schedule = [epoch_batches(len(s.train_sets[m]), tc, rngs[m]) for m in range(M)]
         n_batches = np.array([len(sch) for sch in schedule], dtype=np.int64)
@@ -260,4 +279,38 @@ def _train_compiled(s: Setup) -> BatchedFit:
         sums = compiled.train_epoch(state, X, start, sizes, y, plan, n_batches, lr_p, lr_w, tc.lr_factor(epoch),
                                     mc, tc, kmax)
         s.end_of_epoch(fit, predict_proba, epoch, (sums / n_batches[:, None]).T, time.perf_counter() - t0)
+    fit.state = ResumeState(state, rngs, int(tc.epochs), list(s.train_sets), [int(v) for v in s.seeds], lr_p, lr_w,
+                            mc, tc, s.standardization, s.dtype)
     return s.finish(fit, stack, predict_proba)
+
+
+def _resume(s: Setup, state: compiled.EpochState, rngs: list, lr_p: np.ndarray, lr_w: np.ndarray) -> int:
+    """Copy each resumed model's parameters, Adam state and bag-order generator; return the epoch to start at."""
+    done = {src.state.epochs if src.state is not None else None for src, _ in s.resume}
+    if None in done:
+        raise ValueError("resume: a fit made without the compiled backend cannot be continued.")
+    if len(done) != 1:
+        raise ValueError(f"resume: the models to continue trained different numbers of epochs ({sorted(done)}).")
+    first = done.pop()
+    if first >= int(s.train_config.epochs):
+        raise ValueError(f"resume: the models already trained {first} epochs; train_config.epochs is "
+                         f"{s.train_config.epochs}.")
+    engine_fields = ("P", "W", "b")
+    for m, (src, i) in enumerate(s.resume):
+        r = src.state
+        same = (np.array_equal(r.train_sets[i], s.train_sets[m]) and r.seeds[i] == int(s.seeds[m])
+                and r.lr_prototypes[i] == lr_p[m] and r.lr_classifier[i] == lr_w[m] and r.model_config == s.model_config
+                and replace(r.train_config, epochs=1) == replace(s.train_config, epochs=1)
+                and r.standardization == s.standardization and r.dtype == s.dtype)
+        if not same:
+            raise ValueError(f"resume: model {m} differs from the model it continues (training set, seed, learning "
+                             "rates, configs or dtype).")
+        for name in engine_fields:
+            getattr(state, name)[m] = getattr(r.engine, name)[i]
+        for mine, theirs in zip(state.moments + state.accumulated, r.engine.moments + r.engine.accumulated):
+            if mine.size:
+                mine[m] = theirs[i]
+        state.step[m] = r.engine.step[i]
+        rngs[m] = np.random.default_rng()
+        rngs[m].bit_generator.state = r.rngs[i].bit_generator.state
+    return first

@@ -17,7 +17,7 @@ from ..model import LOSS_TERMS, PrototypeMIL, PrototypeMILConfig
 from ..preprocessing import BagStandardizer
 from .config import TrainConfig
 
-__all__ = ["BagPool", "BatchedFit", "Setup", "numpy_dtype", "size_groups"]
+__all__ = ["BagPool", "BatchedFit", "ResumeState", "Setup", "numpy_dtype", "size_groups"]
 
 
 def size_groups(sizes: np.ndarray, group_cost: float = 400.0, max_groups: int = 3) -> list[np.ndarray]:
@@ -100,6 +100,8 @@ class BatchedFit:
     history: list[list[dict]] = field(default_factory=list)
     evaluations: dict[int, list[np.ndarray]] = field(default_factory=dict)
     seconds: float = 0.0
+    #: Compiled engine only: everything needed to continue training (``train_batched(resume=...)``).
+    state: "ResumeState | None" = None
 
     @property
     def n_models(self) -> int:
@@ -117,6 +119,25 @@ class BatchedFit:
             if mod.bias is not None and self.bias is not None:
                 mod.bias.copy_(self.bias[m].detach().cpu().float())
         return mod
+
+
+@dataclass
+class ResumeState:
+    """Where the compiled engine stopped: parameters, Adam moments and step counts
+    (``engine``, a :class:`~minitorch_proto.training.compiled.EpochState`), each model's bag-order
+    generator, and what the models were trained with (checked when training goes on)."""
+
+    engine: object
+    rngs: list[np.random.Generator]
+    epochs: int
+    train_sets: list[np.ndarray]
+    seeds: list[int]
+    lr_prototypes: np.ndarray
+    lr_classifier: np.ndarray
+    model_config: PrototypeMILConfig
+    train_config: TrainConfig
+    standardization: str
+    dtype: torch.dtype
 
 
 @dataclass
@@ -147,6 +168,7 @@ class Setup:
     scales: torch.Tensor
     standardizers: list[BagStandardizer]
     autocast: torch.dtype | None = None  # reduced-precision distance products (tensor engine only)
+    resume: Sequence[tuple[BatchedFit, int]] | None = None  # (earlier fit, its model index) per model
 
     @property
     def n_models(self) -> int:
