@@ -51,36 +51,57 @@ def test_batched_equals_single_model_fits(name, one_torch_thread):
         np.testing.assert_allclose(ref.decision_function(bags), got.decision_function(bags), atol=1e-10)
 
 
-@pytest.mark.parametrize("name", ["attention", "mi_net_mean", "MI_net_max"])
-def test_size_groups_give_the_same_models(name, one_torch_thread, monkeypatch):
-    # Very unequal bag sizes and a cheap group make every step split into several groups.
+@pytest.mark.parametrize("name", ["attention", "mi_net_mean", "MI_net_max", "mi_net_max"])
+def test_overflow_runs_give_the_same_models(name, one_torch_thread, monkeypatch):
+    # Very unequal bag sizes and cheap runs make many steps send long bags to overflow runs.
     sets = _sets(sizes_choice=[1, 2, 30, 60], n_bags=(8, 9, 7, 8))
     calls = []
-    real = B.plan_groups
+    real = B.plan_step
 
     def spy(*args, **kwargs):
-        groups = real(*args, **kwargs)
+        k, groups = real(*args, **kwargs)
         calls.append(len(groups))
-        return groups
+        return k, groups
 
-    monkeypatch.setattr(B, "plan_groups", spy)
+    monkeypatch.setattr(B, "plan_step", spy)
     est = _small(name).set_params(n_epochs=1)
     seeds = [1, 2, 3, 4]
     many = B.fit_many(est, sets, seeds, group_cost=1.0, model_cost=0.0)
-    assert max(calls) > 1
+    assert max(calls) == 2
     for (bags, y), seed, got in zip(sets, seeds, many):
         _assert_same(type(est)(**{**est.get_params(), "random_state": seed}).fit(bags, y), got)
 
 
-def test_plan_groups_covers_every_model_once():
+def test_plan_step_sends_every_long_bag_to_one_overflow_run():
     rng = np.random.RandomState(0)
-    for _ in range(20):
+    n_split = 0
+    for _ in range(50):
         sizes = rng.choice([1, 3, 40, 1000], size=30)
-        groups = B.plan_groups(sizes, group_cost=64.0, model_cost=8.0)
-        assert sorted(np.concatenate(groups).tolist()) == list(range(30))
-        padded = sum(len(g) * sizes[g].max() for g in groups)
+        k, groups = B.plan_step(sizes, model_cost=48.0, group_cost=64.0)
+        over = np.concatenate(groups) if groups else np.array([], dtype=int)
+        assert len(set(over.tolist())) == len(over) <= 30 and len(groups) <= 2
+        assert np.all(sizes[sizes > k] == sizes[np.isin(np.arange(30), over) & (sizes > k)])
+        assert set(np.flatnonzero(sizes > k)) <= set(over.tolist())
+        padded = 30 * k + sum(len(g) * sizes[g].max() for g in groups)
         assert padded <= 30 * sizes.max()
-    assert [g.tolist() for g in B.plan_groups(np.array([4, 4, 5]), 64.0, 8.0)] == [[0, 1, 2]]
+        n_split += bool(groups)
+    assert n_split > 40  # one bag of 1000 among small ones is worth its own run
+    assert B.plan_step(np.array([4, 4, 5]), 48.0, 64.0) == (5, [])
+
+
+def test_whole_epoch_dropout_draw_equals_per_bag_draws():
+    # fit_many draws a model's dropout masks for a whole epoch at once on the CPU; that is only
+    # right if bernoulli_ consumes the generator element by element.
+    for dtype in (torch.float32, torch.float64):
+        sizes = [3, 1, 40, 7, 1044]
+        gen = torch.Generator().manual_seed(7)
+        parts = [torch.empty((k, 64), dtype=dtype).bernoulli_(0.5, generator=gen) for k in sizes]
+        after = torch.rand(2, generator=gen)
+        gen = torch.Generator().manual_seed(7)
+        whole = torch.zeros((sum(sizes) + 5, 64), dtype=dtype)
+        whole[: sum(sizes)].bernoulli_(0.5, generator=gen)
+        assert torch.equal(torch.cat(parts), whole[: sum(sizes)])
+        assert torch.equal(torch.rand(2, generator=gen), after)
 
 
 def test_per_model_settings_and_fallback(one_torch_thread):

@@ -14,11 +14,14 @@ Each model's parameters are one slice of a stacked tensor (models x ...). At ste
 model ``m`` takes one optimisation step on the ``t``-th bag of its own sequence (its
 per-epoch permutations, one after another). The bags of a step are padded to a common
 length and pushed through batched matrix products (``torch.baddbmm``); a boolean mask
-keeps padded rows out of the pooling, so they get no gradient. Where bag sizes differ a
-lot (Musk2: 1 to 1,044 instances), the models of a step are split into a few groups of
-similar bag size (chosen by a small dynamic programme that trades padding against the
-cost of another group), and each group gathers its models' parameter slices. The
-per-model losses are summed, so each slice receives exactly its own model's gradient.
+keeps padded rows out of the pooling, so they get no gradient. Every step has one run over
+all models, padded to a length chosen by :func:`plan_step`, in which each model reads its
+parameter slice in place; where bag sizes differ a lot (Musk1: 2 to 40 instances, Musk2: 1
+to 1,044), the models with longer bags also go to one or two overflow runs with gathered
+parameter slices, and their outputs in the shared run get weight 0. The per-model losses
+are summed, so each slice receives exactly its own model's gradient. Dropout masks are drawn
+from each model's own generator, a whole epoch of rows at once on the CPU (the same numbers
+as the per-bag draws of ``fit``).
 The optimiser is the estimator's own (``torch.optim`` Adam or SGD with Nesterov momentum
 and the learning-rate schedule), applied to the stacked tensors: all three are
 element-wise, so a slice evolves exactly as the single model's parameters would. Models
@@ -44,7 +47,7 @@ from ._torch import GeneratorDropout, TorchMILClassifier
 from .attention import _AttentionNet
 from .minet import _EPS, _MINetNet, _miNetNet
 
-__all__ = ["fit_many", "is_batchable", "plan_groups"]
+__all__ = ["fit_many", "is_batchable", "plan_step"]
 
 
 def is_batchable(estimator) -> bool:
@@ -52,47 +55,49 @@ def is_batchable(estimator) -> bool:
     return isinstance(estimator, TorchMILClassifier) and int(getattr(estimator, "batch_size", 1)) == 1
 
 
-# --------------------------------------------------------------- grouping by bag size
-def plan_groups(sizes: np.ndarray, group_cost: float, model_cost: float) -> list[np.ndarray]:
-    """Split models into groups of similar bag size, minimising padded rows plus overheads.
+# ------------------------------------------------------ which models share a padded run
+def plan_step(sizes: np.ndarray, model_cost: float, group_cost: float) -> tuple[int, list[np.ndarray]]:
+    """Padded length of the run over all models, and the models that need a run of their own.
+
+    Every model takes part in one run padded to ``k`` rows, reading its own parameter slice
+    in place. A model whose bag is longer than ``k`` also joins one of at most two overflow
+    runs (its own bag, whole), whose parameters are gathered, and its output in the first run
+    is given weight 0. The choice minimises ``n_models * k`` plus, per overflow run,
+    ``members * (model_cost + its longest bag) + group_cost`` - all in padded-row units.
 
     Parameters
     ----------
     sizes : (n_models,) int
         Bag size of each model at this step.
-    group_cost : float
-        Cost of one more group, in padded-row units (the fixed cost of its operations).
     model_cost : float
-        Extra cost per model of a group that is not "all models in their natural order"
-        (gathering and scattering its parameter slice), in padded-row units.
+        Cost of one model in an overflow run besides its rows (reading its parameters a second
+        time, gathering them and adding the gradients back), in padded rows.
+    group_cost : float
+        Fixed cost of one more run (its Python and dispatch overhead), in padded rows.
 
     Returns
     -------
-    Index arrays, one per group. A single group holding every model in order is returned
-    as ``[np.arange(n_models)]``.
+    k : int
+        Rows of the run over all models.
+    groups : list of index arrays
+        The overflow runs (empty when ``k == sizes.max()``).
     """
     sizes = np.asarray(sizes, dtype=np.int64)
     m = len(sizes)
-    whole = float(m * sizes.max()) + group_cost
-    if whole <= 1.5 * sizes.sum() + group_cost:
-        return [np.arange(m)]
     order = np.argsort(sizes, kind="stable")
     s = sizes[order].astype(np.float64)
-    # best[j]: cheapest split of the j smallest bags into contiguous groups (in sorted order).
-    best = np.zeros(m + 1)
-    cut = np.zeros(m + 1, dtype=np.int64)
-    for j in range(1, m + 1):
-        i = np.arange(j)
-        cost = best[:j] + (j - i) * (s[j - 1] + model_cost) + group_cost
-        k = int(np.argmin(cost))
-        best[j], cut[j] = cost[k], k
-    if whole <= best[m]:
-        return [np.arange(m)]
-    groups, j = [], m
-    while j > 0:
-        groups.append(order[cut[j] : j])
-        j = cut[j]
-    return groups[::-1]
+    # j models fit in the shared run (its length s[j-1]); overflow groups are order[j:c], order[c:].
+    j = np.arange(1, m + 1)[:, None]
+    c = np.arange(1, m + 1)[None, :]
+    cost = (m * s[j - 1] + (c - j) * (model_cost + s[c - 1]) + group_cost * (c > j)
+            + (m - c) * (model_cost + s[-1]) + group_cost * (c < m))
+    cost = np.where(c >= j, cost, np.inf)
+    if cost[-1, -1] <= cost.min():
+        return int(s[-1]), []
+    jj, cc = np.unravel_index(int(np.argmin(cost)), cost.shape)
+    jj, cc = jj + 1, cc + 1
+    groups = [order[jj:cc], order[cc:]]
+    return int(s[jj - 1]), [g for g in groups if len(g)]
 
 
 # ------------------------------------------------------------------ batched forwards
@@ -203,7 +208,7 @@ def fit_many(
     n_threads: int | None = None,
     n_jobs: int = 1,
     group_cost: float = 64.0,
-    model_cost: float = 8.0,
+    model_cost: float = 48.0,
 ) -> list[TorchMILClassifier]:
     """Fit one clone of ``estimator`` per training set, training them together.
 
@@ -226,7 +231,7 @@ def fit_many(
         Processes for estimators that are fitted one by one (MILES, mi-SVM, ...): their fits
         are independent, so they run in parallel (joblib). Batched programs ignore it.
     group_cost, model_cost : float
-        Cost model of :func:`plan_groups`, in padded-row units.
+        Cost model of :func:`plan_step`, in padded-row units.
 
     Returns
     -------
@@ -325,80 +330,93 @@ def _train_stacked(ests, data, device, group_cost, model_cost) -> None:
     chunks, row = [], 0
     for (bags, y_enc), rng in zip(data, rngs):
         s = np.array([b.shape[0] for b in bags], dtype=np.int64)
-        st = row + np.concatenate([[0], np.cumsum(s)[:-1]])
+        starts.append(row + np.concatenate([[0], np.cumsum(s)[:-1]]))
         row += int(s.sum())
-        starts.append(st)
         sizes.append(s)
         chunks.extend(bags)
         # the same permutations, drawn in the same order, as the single-model loop
         seqs.append(np.concatenate([rng.permutation(len(bags)) for _ in range(n_epochs)]))
         targets.append(np.asarray(y_enc, dtype=np.float64))
     x_all = torch.as_tensor(np.concatenate(chunks, axis=0), dtype=dtype).to(device)
-    n_steps = np.array([len(q) for q in seqs])
+    n_bags = np.array([len(s) for s in sizes])
+    n_steps = n_bags * n_epochs
     total = int(n_steps.max())
     # After its last step a model repeats its last bag (those updates are discarded).
     seq_mat = np.stack([np.concatenate([q, np.full(total - len(q), q[-1])]) for q in seqs])
     bag_rows = np.stack([starts[m][seq_mat[m]] for m in range(n_models)])  # (M, T)
     bag_sizes = np.stack([sizes[m][seq_mat[m]] for m in range(n_models)])
-    bag_targets = np.stack([targets[m][seq_mat[m]] for m in range(n_models)])
+    y_all = torch.as_tensor(np.stack([targets[m][seq_mat[m]] for m in range(n_models)]).T.copy(),
+                            dtype=dtype, device=device)  # (T, M)
+    # Dropout masks: one block of rows per model holding the masks of its current epoch, in
+    # visiting order. On the CPU, bernoulli_ draws element by element from the generator, so
+    # one draw of a whole epoch's rows gives exactly the masks of the per-bag draws of fit
+    # (tests/test_baselines_batched.py checks it); elsewhere the rows are drawn step by step.
+    epoch_rows = np.array([int(s.sum()) for s in sizes])
+    base = np.concatenate([[0], np.cumsum(epoch_rows)[:-1]])
+    drop_rows = np.zeros((n_models, total), dtype=np.int64)
+    for m in range(n_models):
+        within = bag_sizes[m, : n_steps[m]].reshape(n_epochs, n_bags[m])
+        offsets = np.cumsum(within, axis=1) - within
+        drop_rows[m, : n_steps[m]] = base[m] + offsets.reshape(-1)
+        drop_rows[m, n_steps[m]:] = base[m]
+    masks = torch.zeros((int(epoch_rows.sum()), drop_width), dtype=dtype, device=device) if drop_layers else None
+    per_epoch = device.type == "cpu"
     finals: list[dict[str, torch.Tensor] | None] = [None] * n_models
-    losses = np.zeros((n_models, total))
+    losses = torch.zeros((total, n_models), dtype=dtype, device=device)
     loss_fn = nn.BCEWithLogitsLoss(reduction="none")
 
     for t in range(total):
-        active = n_steps > t
         sz = bag_sizes[:, t]
-        y_t = torch.as_tensor(bag_targets[:, t], dtype=dtype, device=device)
-        drops = None
-        if drop_layers:
-            drops = [
-                torch.empty((int(sz[m]), drop_width), dtype=dtype, device=device).bernoulli_(keep, generator=gens[m])
-                if active[m] else None
-                for m in range(n_models)
-            ]
-        groups = plan_groups(sz, group_cost, model_cost)
-        step_loss = torch.empty(n_models, dtype=dtype, device=device)
-        loss = 0.0
-        for g in groups:
-            whole = len(groups) == 1
-            k_max = int(sz[g].max())
-            ar = np.arange(k_max)
-            valid = ar[None, :] < sz[g][:, None]
-            idx = bag_rows[g, t][:, None] + np.minimum(ar[None, :], sz[g][:, None] - 1)
-            x = x_all[torch.as_tensor(idx, device=device)]
-            mask = torch.as_tensor(valid, device=device)
-            drop = None
-            if drops is not None:
-                drop = torch.zeros((len(g), k_max, drop_width), dtype=dtype, device=device)
-                for j, m in enumerate(g):
-                    if drops[m] is not None:
-                        drop[j, : int(sz[m])] = drops[m]
-            if whole:
-                p = stacked
+        if masks is not None:
+            for m in np.flatnonzero((n_steps > t) & ((t % n_bags == 0) if per_epoch else True)):
+                first, count = (base[m], epoch_rows[m]) if per_epoch else (drop_rows[m, t], sz[m])
+                masks[first : first + count].bernoulli_(keep, generator=gens[m])
+        k, groups = plan_step(sz, model_cost, group_cost)
+        runs = [(slice(None), k)] + [(g, int(sz[g].max())) for g in groups]
+        loss, leaves = 0.0, []
+        for members, k_run in runs:
+            s_run = sz[members]
+            # rows past a bag's end repeat its last row: finite, masked out of the pooling
+            rows = np.minimum(np.arange(k_run)[None, :], s_run[:, None] - 1)
+            x = x_all[torch.from_numpy(bag_rows[members, t][:, None] + rows)]
+            mask = torch.from_numpy(np.arange(k_run)[None, :] < s_run[:, None])
+            drop = None if masks is None else masks[torch.from_numpy(drop_rows[members, t][:, None] + rows)]
+            if isinstance(members, slice):
+                out = loss_fn(batched_logits(template, stacked, x, mask, drop), y_all[t])
+                losses[t] = out.detach()
+                # a model that overflows this run counts only in its own run
+                if groups:
+                    weight = torch.ones(n_models, dtype=dtype, device=device)
+                    weight[torch.from_numpy(np.concatenate(groups)).to(device)] = 0.0
+                    out = out * weight
+                loss = loss + out.sum()
             else:
-                gi = torch.as_tensor(g, device=device)
-                p = {n: v.index_select(0, gi) for n, v in stacked.items()}
-            out = batched_logits(template, p, x, mask, drop)
-            per_model = loss_fn(out, y_t[torch.as_tensor(g, device=device)])
-            loss = loss + per_model.sum()
-            step_loss[torch.as_tensor(g, device=device)] = per_model.detach()
+                # Gathered copies as leaves: their gradients are added into the stacked ones
+                # below, instead of autograd scattering each into a zero tensor of full size.
+                gi = torch.from_numpy(members).to(device)
+                p = {n: v.detach().index_select(0, gi).requires_grad_() for n, v in stacked.items()}
+                out = loss_fn(batched_logits(template, p, x, mask, drop), y_all[t, gi])
+                losses[t, gi] = out.detach()
+                loss = loss + out.sum()
+                leaves.append((gi, p))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        for gi, p in leaves:
+            for n, v in stacked.items():
+                v.grad.index_add_(0, gi, p[n].grad)
         optimizer.step()
         if scheduler is not None:
             scheduler.step()
-        losses[:, t] = step_loss.cpu().numpy()
         for m in np.flatnonzero(n_steps == t + 1):
             finals[m] = {n: v.detach()[m].clone() for n, v in stacked.items()}
 
+    losses = losses.cpu().numpy().T
     for m, (est, net) in enumerate(zip(ests, nets)):
         with torch.no_grad():
             for n, v in net.named_parameters():
                 v.copy_(_stored(n, finals[m][n]))
         net.eval()
-        n_bags = len(data[m][0])
-        per_step = losses[m, : n_steps[m]].reshape(n_epochs, n_bags)
-        est.loss_curve_ = per_step.mean(axis=1).tolist()
+        est.loss_curve_ = losses[m, : n_steps[m]].reshape(n_epochs, n_bags[m]).mean(axis=1).tolist()
         est.network_ = net
         est.device_ = device
 
