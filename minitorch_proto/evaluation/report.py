@@ -22,6 +22,8 @@ __all__ = [
     "shown_path",
     "number_prototypes",
     "ranked_table",
+    "row_budget",
+    "comparison_table",
 ]
 
 SPREADS = {
@@ -190,4 +192,97 @@ def ranked_table(results: pd.DataFrame, *, metric: str = "accuracy", spread: str
     table["average rank"] = ranks.round(1)
     table.index = [display_name(m) for m in table.index]
     table.index.name = f"{metric} (mean ± {SPREADS[spread]})"
+    return table.rename(columns=DATASET_NAMES)
+
+
+# --------------------------------------------------------------------------------------
+# The comparison table: every method, its budget, mean ± SE and average rank
+# --------------------------------------------------------------------------------------
+#: What each prototype row had (the baselines' budgets are read from their labels).
+_PROTOTYPE_BUDGETS = {
+    "prototype": "paper's Table 1 settings, one model per fold",
+    "prototype (published code)": "published code's settings, one model per fold",
+    "prototype (rates tuned on inner CV)": "learning rates tuned on inner CV, one model per fold",
+    "prototype (monotone)": "paper's Table 1 settings, one model per fold",
+}
+
+
+def row_budget(method: str) -> str:
+    """The budget a results row had, from its ``method`` label.
+
+    Baseline labels come from :func:`minitorch_proto.evaluation.baseline_cv.budget_label`:
+    a bare key is the published defaults (one model per fold), ``"<key> (k-seed ensemble,
+    tuned on inner CV)"`` and ``"<key> (tuned on inner CV)"`` are the common budget.
+    """
+    if method in _PROTOTYPE_BUDGETS:
+        return _PROTOTYPE_BUDGETS[method]
+    base, _, suffix = method.partition(" (")
+    if not suffix:
+        return "published defaults, one model per fold"
+    suffix = suffix.rstrip(")")
+    if suffix == "tuned on inner CV":
+        return "common budget: inner-CV tuning over a 3-point grid (deterministic, one model)"
+    if suffix.endswith("-seed ensemble, tuned on inner CV"):
+        k = suffix.split("-seed")[0]
+        return f"common budget: inner-CV tuning over a 3-point grid + {k}-seed ensemble"
+    return suffix
+
+
+def _row_name(method: str) -> str:
+    if method in DISPLAY_NAMES:
+        return DISPLAY_NAMES[method]
+    base, sep, suffix = method.partition(" (")
+    return display_name(base) + (f" ({suffix}" if sep else "")
+
+
+def comparison_table(results: pd.DataFrame, *, metric: str = "accuracy") -> pd.DataFrame:
+    """Mean ± standard error per method x data set, average rank, and each row's budget.
+
+    The spread is the standard error of the mean over the **repetition means** (for 5 x 10
+    CV: the standard deviation of the 5 repetition accuracies / sqrt(5)). The 50 fold scores
+    are not independent (their training sets overlap), so an SE over folds would look
+    smaller than it is; the repetitions are the closest thing to independent replicates.
+
+    Average rank (1 = best, ties share the mean rank) is taken over the data sets, among the
+    rows measured on **every** data set of the table; a row missing a data set gets no rank
+    (NaN) and does not change the others' ranks. Only ``evaluation == "final"`` rows count.
+
+    Parameters
+    ----------
+    results : per-fold results (``cv.RESULT_COLUMNS``), defaults and common-budget rows mixed
+    metric : "accuracy" or "auc"
+
+    Returns
+    -------
+    DataFrame indexed by display name (sorted by average rank, unranked rows last) with one
+    "mean ± SE" column per data set (display names), ``average rank``, ``data sets`` (how
+    many the row covers) and ``budget`` (:func:`row_budget`).
+    """
+    if metric not in ("accuracy", "auc"):
+        raise ValueError(f"metric must be 'accuracy' or 'auc', got {metric!r}.")
+    final = results[results["evaluation"] == "final"]
+    if final.empty:
+        raise ValueError("No final-evaluation rows to tabulate.")
+    summ = summarize(final)
+    present = [d for d in DATASET_ORDER if d in set(summ["dataset"])] + sorted(
+        set(summ["dataset"]) - set(DATASET_ORDER))
+    means = summ.pivot(index="method", columns="dataset", values=f"{metric}_mean").reindex(columns=present)
+    ses = summ.pivot(index="method", columns="dataset", values=f"{metric}_se_repeats").reindex(columns=present)
+    complete = means.notna().all(axis=1)
+    ranks = pd.Series(np.nan, index=means.index)
+    if complete.any():
+        ranks[complete] = means[complete].rank(ascending=False, axis=0).mean(axis=1)
+    order = ranks.sort_values(na_position="last", kind="stable").index
+    rows = {}
+    for method in order:
+        row = {}
+        for d in present:
+            m, se = means.at[method, d], ses.at[method, d]
+            row[d] = "" if np.isnan(m) else f"{m:.3f}" + ("" if np.isnan(se) else f" ± {se:.3f}")
+        row["average rank"] = round(float(ranks[method]), 2) if not np.isnan(ranks[method]) else np.nan
+        row["data sets"] = int(means.loc[method].notna().sum())
+        row["budget"] = row_budget(method)
+        rows[_row_name(method)] = row
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = f"{metric} (mean ± SE over repetition means)"
     return table.rename(columns=DATASET_NAMES)

@@ -1,0 +1,71 @@
+"""The comparison table: mean ± SE over repetition means, average ranks, budget per row."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from minitorch_proto.evaluation.baseline_cv import budget_label
+from minitorch_proto.evaluation.cv import RESULT_COLUMNS
+from minitorch_proto.evaluation.report import comparison_table, row_budget
+
+
+def _results(acc: dict, evaluation: str = "final") -> pd.DataFrame:
+    """acc[(method, dataset)] = per-repetition lists of fold accuracies."""
+    rows = []
+    for (method, dataset), reps in acc.items():
+        for r, folds in enumerate(reps, start=1):
+            for f, a in enumerate(folds, start=1):
+                rows.append(dict(dataset=dataset, method=method, evaluation=evaluation, repeat=r, fold=f,
+                                 seed=100 * r + f, n_train=9, n_test=1, epoch=np.nan, accuracy=a, auc=a,
+                                 fit_seconds=0.1))
+    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def test_means_standard_errors_and_ranks_by_hand():
+    common = budget_label("attention", "common")
+    res = _results({
+        ("prototype", "musk1"): [[1.0, 0.8], [0.6, 0.6]],   # rep means 0.9, 0.6
+        ("prototype", "fox"): [[0.5, 0.5], [0.5, 0.5]],
+        ("attention", "musk1"): [[0.7, 0.7], [0.7, 0.7]],
+        ("attention", "fox"): [[0.6, 0.6], [0.8, 0.8]],
+        (common, "musk1"): [[0.75, 0.75], [0.75, 0.75]],
+        (common, "fox"): [[0.7, 0.7], [0.7, 0.7]],
+        ("miles", "musk1"): [[0.9, 0.9], [0.9, 0.9]],       # no Fox: no rank
+    })
+    res = pd.concat([res, _results({("attention", "fox"): [[0.0, 0.0], [0.0, 0.0]]}, "test_selected")])
+    table = comparison_table(res)
+    assert list(table.columns) == ["Musk1", "Fox", "average rank", "data sets", "budget"]
+    proto = table.loc["prototype model (paper-faithful)"]
+    # mean 0.75; SE = std(0.9, 0.6; ddof=1) / sqrt(2) = 0.15
+    assert proto["Musk1"] == "0.750 ± 0.150"
+    assert table.loc["attention MIL", "Fox"] == "0.700 ± 0.100"   # test_selected rows ignored
+    # Ranked rows (MILES lacks Fox): Musk1: prototype 0.75 ties the common-budget row (1.5 each),
+    # attention 3; Fox: the common-budget row 0.7 ties attention 0.7 (1.5 each), prototype 3.
+    ranks = table["average rank"]
+    assert ranks["prototype model (paper-faithful)"] == pytest.approx((1.5 + 3) / 2)
+    assert ranks["attention MIL"] == pytest.approx((3 + 1.5) / 2)
+    assert ranks["attention MIL (5-seed ensemble, tuned on inner CV)"] == pytest.approx((1.5 + 1.5) / 2)
+    assert np.isnan(ranks["MILES"]) and table.loc["MILES", "data sets"] == 1
+    assert table.loc["MILES", "Fox"] == ""
+    # sorted by rank, the unranked row last
+    assert list(table.index)[0] == "attention MIL (5-seed ensemble, tuned on inner CV)"
+    assert list(table.index)[-1] == "MILES"
+    assert table.loc["attention MIL", "budget"].startswith("published defaults")
+    assert "5-seed ensemble" in table.loc["attention MIL (5-seed ensemble, tuned on inner CV)", "budget"]
+
+
+def test_row_budget_reads_every_label_of_baseline_cv():
+    assert row_budget(budget_label("miles", "defaults")).startswith("published defaults")
+    assert row_budget(budget_label("miles", "common")).startswith("common budget: inner-CV tuning")
+    assert "ensemble" not in row_budget(budget_label("bag_stats", "common"))
+    assert row_budget(budget_label("MI_net_max", "common")).endswith("5-seed ensemble")
+    assert "tuned" in row_budget("prototype (rates tuned on inner CV)")
+
+
+def test_bad_input():
+    res = _results({("prototype", "musk1"): [[1.0, 0.8]]})
+    with pytest.raises(ValueError, match="metric"):
+        comparison_table(res, metric="f1")
+    with pytest.raises(ValueError, match="final"):
+        comparison_table(res.assign(evaluation="test_selected"))
