@@ -368,8 +368,19 @@ def _bag_gradients(X, r0, K, Pm, Wm, bm, label, pools, code, pen_min, layer_norm
                 _add_distance_grad(X[r0 + k], Pm[d], code, dist[k, d], g, xnorms[k], pn, eps, gP[d])
             else:
                 g /= K
-                for k in range(K):
-                    _add_distance_grad(X[r0 + k], Pm[d], code, dist[k, d], g, xnorms[k], pn, eps, gP[d])
+                if code == 0:
+                    # _add_distance_grad's Euclidean case written out (the same operations): as a
+                    # call per instance it made mean pooling's backward pass 2-3x slower.
+                    Pd, Gd = Pm[d], gP[d]
+                    for k in range(K):
+                        dk = dist[k, d]
+                        if dk > 0:
+                            s = g / dk
+                            for l in range(Pd.shape[0]):
+                                Gd[l] += s * (Pd[l] - X[r0 + k, l])
+                else:
+                    for k in range(K):
+                        _add_distance_grad(X[r0 + k], Pm[d], code, dist[k, d], g, xnorms[k], pn, eps, gP[d])
     return ce, pen
 
 
