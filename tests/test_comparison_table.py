@@ -7,7 +7,7 @@ import pytest
 
 from minitorch_proto.evaluation.baseline_cv import budget_label
 from minitorch_proto.evaluation.cv import RESULT_COLUMNS
-from minitorch_proto.evaluation.report import comparison_table, row_budget
+from minitorch_proto.evaluation.report import common_budget_gains, comparison_table, row_budget
 
 
 def _results(acc: dict, evaluation: str = "final") -> pd.DataFrame:
@@ -69,3 +69,19 @@ def test_bad_input():
         comparison_table(res, metric="f1")
     with pytest.raises(ValueError, match="final"):
         comparison_table(res.assign(evaluation="test_selected"))
+
+
+def test_common_budget_gains():
+    res = _results({
+        ("miles", "musk1"): [[0.8, 0.8]], ("miles", "fox"): [[0.5, 0.5]],
+        (budget_label("miles", "common"), "musk1"): [[0.9, 0.7]],      # mean 0.8: gain 0
+        ("attention", "fox"): [[0.6, 0.6]],
+        (budget_label("attention", "common"), "fox"): [[0.7, 0.7]],
+        ("prototype (rates tuned on inner CV)", "fox"): [[0.9, 0.9]],   # not a baseline budget
+    })
+    gains = common_budget_gains(res)
+    assert list(gains.columns) == ["Musk1", "Fox"]
+    assert gains.loc["MILES", "Musk1"] == pytest.approx(0.0) and np.isnan(gains.loc["MILES", "Fox"])
+    assert gains.loc["attention MIL", "Fox"] == pytest.approx(0.1)
+    assert len(gains) == 2
+    assert common_budget_gains(_results({("miles", "fox"): [[0.5]]})).empty

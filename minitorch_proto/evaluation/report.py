@@ -24,6 +24,7 @@ __all__ = [
     "ranked_table",
     "row_budget",
     "comparison_table",
+    "common_budget_gains",
 ]
 
 SPREADS = {
@@ -285,4 +286,26 @@ def comparison_table(results: pd.DataFrame, *, metric: str = "accuracy") -> pd.D
         rows[_row_name(method)] = row
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = f"{metric} (mean ± SE over repetition means)"
+    return table.rename(columns=DATASET_NAMES)
+
+
+def common_budget_gains(results: pd.DataFrame, *, metric: str = "accuracy") -> pd.DataFrame:
+    """Common-budget minus defaults mean ``metric``, per baseline (display name) x data set.
+
+    Only baselines and data sets with both rows (final evaluation) appear; empty when none do.
+    """
+    final = results[results["evaluation"] == "final"]
+    if final.empty:
+        return pd.DataFrame()
+    means = summarize(final).pivot(index="method", columns="dataset", values=f"{metric}_mean")
+    rows = {}
+    for label in means.index:
+        base, sep, _ = label.partition(" (")
+        if not sep or base not in means.index or not row_budget(label).startswith("common budget"):
+            continue
+        diff = (means.loc[label] - means.loc[base]).dropna()
+        if len(diff):
+            rows[display_name(base)] = diff
+    present = [d for d in DATASET_ORDER if d in means.columns] + sorted(set(means.columns) - set(DATASET_ORDER))
+    table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=present).dropna(axis=1, how="all")
     return table.rename(columns=DATASET_NAMES)
