@@ -5,7 +5,10 @@ protocol, feature standardisation fitted on each training fold) are trained for
 ``--epochs`` epochs both ways; the one-at-a-time time is measured on ``--sample`` folds and
 scaled to all of them. Both scale linearly with epochs, so the full protocol's time
 (50 epochs, 50 folds) is extrapolated as ``seconds * 50 / epochs * 50 / folds``, printed as
-``full_min``, and labelled as an extrapolation. The last line is a JSON object.
+``full_min``, and labelled as an extrapolation. ``--jobs 2`` runs the batched models as two
+parallel programs (``fit_many(n_jobs=2)``; take both CPU slots). ``--frozen-single`` skips the
+one-at-a-time runs and uses the ``fit_seconds`` of the frozen ``measured_results`` table
+(50 epochs, measured one fold at a time in wave 1) instead. The last line is a JSON object.
 
 Usage::
 
@@ -24,6 +27,7 @@ from minitorch_proto.baselines import BASELINES
 from minitorch_proto.baselines.batched import fit_many
 from minitorch_proto.data import load_benchmark
 from minitorch_proto.evaluation.cv import stratified_folds
+from minitorch_proto.evaluation.frozen import load_frozen
 from minitorch_proto.preprocessing import BagStandardizer
 
 NEURAL = ["attention", "gated_attention", "mi_net_max", "mi_net_mean", "MI_net_max", "MI_net_mean"]
@@ -47,6 +51,9 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--sample", type=int, default=3, help="folds timed one at a time")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=1, help="fit_many n_jobs (parallel batched programs)")
+    parser.add_argument("--frozen-single", action="store_true",
+                        help="one-at-a-time time from the frozen measured_results fit_seconds")
     parser.add_argument("--quick", action="store_true", help="Musk1 only, 10 folds, 1 epoch")
     args = parser.parse_args()
     if args.quick:
@@ -58,15 +65,21 @@ def main() -> None:
         for method in args.methods:
             est = BASELINES[method](0).set_params(n_epochs=args.epochs, n_threads=args.threads)
             t0 = time.perf_counter()
-            fit_many(est, sets, seeds, n_threads=args.threads)
+            fit_many(est, sets, seeds, n_threads=args.threads, n_jobs=args.jobs)
             batched = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            k = min(args.sample, len(sets))
-            for (bags, y), seed in zip(sets[:k], seeds[:k]):
-                BASELINES[method](seed).set_params(n_epochs=args.epochs, n_threads=args.threads).fit(bags, y)
-            single = (time.perf_counter() - t0) / k * len(sets)
+            if args.frozen_single:
+                frozen = load_frozen("measured_results")
+                rows_f = frozen[(frozen.dataset == name) & (frozen.method == method)]
+                single = float(rows_f.fit_seconds.mean()) * args.epochs / 50 * len(sets)
+            else:
+                t0 = time.perf_counter()
+                k = min(args.sample, len(sets))
+                for (bags, y), seed in zip(sets[:k], seeds[:k]):
+                    BASELINES[method](seed).set_params(n_epochs=args.epochs, n_threads=args.threads).fit(bags, y)
+                single = (time.perf_counter() - t0) / k * len(sets)
             scale = 50 / args.epochs * 50 / len(sets)
-            rows.append(dict(dataset=name, method=method, folds=len(sets), epochs=args.epochs,
+            rows.append(dict(dataset=name, method=method, folds=len(sets), epochs=args.epochs, jobs=args.jobs,
+                             single_source="frozen" if args.frozen_single else "measured",
                              one_at_a_time_s=round(single, 2), batched_s=round(batched, 2),
                              ratio=round(single / batched, 2),
                              full_min_one_at_a_time_extrapolated=round(single * scale / 60, 1),
