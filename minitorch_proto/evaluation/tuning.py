@@ -15,8 +15,10 @@ being the number of epochs:
    (:class:`sklearn.model_selection.ParameterSampler`), the same draw for every outer
    fold, so the draw cannot depend on data;
 2. rung r trains every surviving candidate on every inner split of the outer training
-   bags for ``max_epochs / factor ** (R - 1 - r)`` epochs (from scratch) and scores it on
-   the inner validation bags every ``eval_every`` epochs; a candidate's score is its best
+   bags for ``max_epochs / factor ** (R - 1 - r)`` epochs and scores it on the inner
+   validation bags every ``eval_every`` epochs (a survivor goes on from where its previous
+   rung stopped: the same model as training it from scratch, without repeating the epochs
+   already done; see ``search_many(warm_start=...)``); a candidate's score is its best
    checkpoint's mean inner AUC (early stopping on the inner validation split), and the
    best ``1 / factor`` go on;
 3. the winner is refitted on the whole outer training fold for its chosen number of
@@ -27,7 +29,8 @@ Why not ``HalvingRandomSearchCV`` itself: it accepts an estimator whose ``X`` is
 bags (``tests/test_tuning.py`` checks it), but it fits each candidate and inner split one
 after another, while :func:`~minitorch_proto.training.batched.train_batched` trains every
 candidate of one architecture, every inner split and every outer fold of a data set in
-one program. ``benchmarks/bench_tuning.py`` measures the difference.
+one program. ``benchmarks/bench_tuning.py`` measures the difference, and with ``--phases``
+where the time of the nested protocol goes.
 """
 from __future__ import annotations
 
