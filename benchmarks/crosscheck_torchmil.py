@@ -101,19 +101,36 @@ def torchmil_fit_predict(ABMIL, MLP, train, y_train, test, settings: dict, seed:
     return torchmil_logits(train_torchmil(model, train, y_train, settings, orders), test)
 
 
-def lockstep(ABMIL, MLP, method: str, train, y_train, test, seed: int, epochs: int = 3) -> float:
-    """Max |logit difference| on ``test`` when both sides start from the package's initial
-    weights, visit the bags in the package's order, and train without dropout in float64.
+class _SameMasks(nn.Module):
+    """Inverted dropout drawing its masks from a given generator (to replay another run's masks)."""
 
-    Near zero means the two implement the same network, loss and optimiser step, so any
-    gap in the cross-validated scores comes from the random streams (initial weights,
-    bag order, dropout masks), not from the model.
+    def __init__(self, p: float, generator: torch.Generator):
+        super().__init__()
+        self.keep, self.generator = 1.0 - p, generator
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        return x * torch.empty_like(x).bernoulli_(self.keep, generator=self.generator) / self.keep
+
+
+def lockstep(ABMIL, MLP, method: str, train, y_train, test, seed: int, epochs: int = 3,
+             dropout: bool = False) -> float:
+    """Max |logit difference| on ``test`` when both sides start from the package's initial
+    weights, visit the bags in the package's order and train in float64: without dropout,
+    or (``dropout=True``) with torchmil's dropout replaying the package's masks.
+
+    Near zero means the two implement the same network, dropout placement and scaling,
+    loss and optimiser step, so any gap in the cross-validated scores comes from the
+    random draws (initial weights, bag order, dropout masks), not from the model.
     """
-    est = BASELINES[method](0).set_params(n_epochs=epochs, dropout=0.0, dtype="float64", random_state=seed)
+    est = BASELINES[method](0).set_params(n_epochs=epochs, dtype="float64", random_state=seed)
+    if not dropout:
+        est.set_params(dropout=0.0)
     probe = clone(est)
     probe.n_features_in_ = train[0].shape[1]
-    # The package's own set-up (what fit() draws): initial network and bag-order RNG.
-    net0, rng, _ = probe._setup_training(torch.device("cpu"))
+    # The package's own set-up (what fit() draws): initial network, bag-order RNG, dropout RNG.
+    net0, rng, drop_gen = probe._setup_training(torch.device("cpu"))
     orders = [rng.permutation(len(train)) for _ in range(epochs)]
     theirs = build_torchmil(ABMIL, MLP, train[0].shape[1], est.get_params()).double()
     ours0 = net0.state_dict()
@@ -125,6 +142,10 @@ def lockstep(ABMIL, MLP, method: str, train, y_train, test, seed: int, epochs: i
     if est.gated:
         mapping.update({"pool.fc_gated.module.weight": "att_u.weight", "pool.fc_gated.module.bias": "att_u.bias"})
     theirs.load_state_dict({k: ours0[v] for k, v in mapping.items()}, strict=True)
+    if dropout:
+        replay = torch.Generator()
+        replay.set_state(drop_gen.get_state())
+        theirs.feat_ext[1] = _SameMasks(float(est.dropout), replay)
     train_torchmil(theirs, train, y_train, est.get_params(), orders, dtype=torch.float64)
     ours = est.fit(train, y_train).decision_function(test)
     return float(np.abs(ours - torchmil_logits(theirs, test, dtype=torch.float64)).max())
@@ -177,10 +198,12 @@ def run(args) -> tuple[list[dict], dict]:
                              std.transform([data.bags[i] for i in f.test])))
         for method in args.methods:
             f0, (tr0, te0) = folds[0], prepared[0]
-            gap = lockstep(ABMIL, MLP, method, tr0, data.y[f0.train], te0, f0.seed)
-            print(name, method, f"lockstep (package's initial weights and bag order, no dropout, float64, "
-                  f"3 epochs, fold {f0.repeat}.{f0.fold}): max |logit difference| {gap:.1e}", flush=True)
-            lockstep_gaps.setdefault(name, {})[method] = gap
+            gaps = {kind: lockstep(ABMIL, MLP, method, tr0, data.y[f0.train], te0, f0.seed, dropout=kind == "dropout")
+                    for kind in ("no_dropout", "dropout")}
+            print(name, method, f"lockstep (package's initial weights and bag order, float64, 3 epochs, fold "
+                  f"{f0.repeat}.{f0.fold}): max |logit difference| {gaps['no_dropout']:.1e} without dropout, "
+                  f"{gaps['dropout']:.1e} with the package's dropout masks replayed", flush=True)
+            lockstep_gaps.setdefault(name, {})[method] = gaps
             est = BASELINES[method](0).set_params(n_epochs=args.epochs)
             settings = est.get_params()
             t0 = time.perf_counter()
@@ -236,7 +259,12 @@ def main() -> None:
                 records += blob["records"]
             except (OSError, ValueError, KeyError) as exc:
                 parser.exit(2, f"crosscheck_torchmil: cannot read records from {path}: {exc!r}\n")
-            meta = {k: v for k, v in blob.items() if k != "records"}
+            for k, v in blob.items():
+                if k == "lockstep_max_logit_diff":
+                    for name, by_method in v.items():
+                        meta.setdefault(k, {}).setdefault(name, {}).update(by_method)
+                elif k != "records":
+                    meta[k] = v
         keys = [(r["dataset"], r["method"], r["repeat"], r["fold"]) for r in records]
         if len(set(keys)) != len(keys):
             parser.exit(2, "crosscheck_torchmil: the --combine files hold the same fold twice\n")
