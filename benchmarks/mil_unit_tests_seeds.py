@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="CSV collecting the rows (appended, resumable)")
     p.add_argument("--lock", default=None, help="file to flock around each (model, seed)")
     p.add_argument("--freeze", action="store_true", help="write the collected rows as the frozen table and stop")
+    p.add_argument("--note", default=None, help="with --freeze: a line for the provenance file (e.g. a re-check)")
     args = p.parse_args(argv)
     out = Path(args.out)
     if args.freeze:
@@ -60,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
                      description="MIL unit tests (single_concept, multi_concept, false_frequency; 200/200 bags; "
                                  "pass: test accuracy >= 0.75) per model and seed",
                      seeds_per_model={str(k): int(v) for k, v in n.items()},
-                     code_versions={str(k): sorted(map(str, v)) for k, v in versions.items()})
+                     code_versions={str(k): sorted(map(str, v)) for k, v in versions.items()},
+                     **({"note": args.note} if args.note else {}))
         print(summarize_unit_tests(table).round(3).to_string())
         return 0
     try:
