@@ -1,17 +1,22 @@
 """Competence check: the package's (gated) attention MIL against torchmil's ABMIL, same folds.
 
 The independent side is ``torchmil.models.ABMIL`` (torchmil on PyPI, an implementation of
-Ilse et al. 2018 that shares no code with ``minitorch_proto``): its ``AttentionPool`` (``softmax(w^T tanh(V h))``, gated: ``softmax(w^T (tanh(V h) * sigm(U h)))``)
-and its linear classifier, on top of a feature extractor built from ``torchmil.nn.MLP``
+Ilse et al. 2018 that shares no code with ``minitorch_proto``): its ``AttentionPool``
+(``softmax(w^T tanh(V h))``, gated: ``softmax(w^T (tanh(V h) * sigm(U h)))``) and its
+linear classifier, on top of a feature extractor built from ``torchmil.nn.MLP``
 (Linear-ReLU 256-128-64) followed by ``torch.nn.Dropout``. Widths, attention size, dropout
 rate and the Adam settings are read from the package estimator, so both sides train the
 same configuration: Adam (lr 5e-4, betas (0.9, 0.999), coupled weight decay 5e-4 on every
-parameter), binary cross-entropy on the bag logit (``ABMIL.compute_loss``), one bag per
-step in a fresh random order each epoch, 50 epochs, no early stopping; the global torch
-RNG is seeded with the fold's seed. Folds and standardisation (fitted on each training
-fold) are those of the package run. Nothing is tuned. Prints, per data set and method,
-mean test accuracy and AUC of both sides and the paired differences (package minus
-torchmil) with their standard errors over folds.
+parameter), binary cross-entropy on the bag logit (the model's ``criterion``), one bag
+per step in a fresh random order each epoch, 50 epochs, no early stopping; the global
+torch RNG is seeded with the fold's seed. Folds and standardisation (fitted on each
+training fold) are those of the package run. Nothing is tuned.
+
+Prints, per data set and method: a lockstep check on the first fold (torchmil's model
+given the package's initial weights, bag order and dropout masks must produce the same
+logits, so the two differ only in their random draws), then mean test accuracy and AUC of
+both sides and the paired differences (package minus torchmil) with their standard errors
+over folds.
 
 torchmil is not a dependency of the project; install it beside the venv, not into it::
 
@@ -166,15 +171,17 @@ def summarise(records: list[dict]) -> dict:
         scores, floor = {}, {}
         reseeded = all("package_reseeded" in r for r in rows)
         for metric, fn in (("accuracy", lambda y, s: np.mean((s > 0) == y)), ("auc", roc_auc_score)):
-            per_fold = {side: np.array([fn(np.array(r["y"]), np.array(r[side])) for r in rows])
-                        for side in ("package", "torchmil", "package_reseeded") if side != "package_reseeded" or reseeded}
+            sides = ("package", "torchmil", "package_reseeded") if reseeded else ("package", "torchmil")
+            per_fold = {side: np.array([fn(np.array(r["y"]), np.array(r[side])) for r in rows]) for side in sides}
             scores[metric] = _summary(per_fold["package"], per_fold["torchmil"])
             if reseeded:
                 floor[metric] = _summary(per_fold["package"], per_fold["package_reseeded"],
                                          names=("package", "package_reseeded"))
         # Share of test bags called positive: separates a threshold (calibration) gap from a ranking gap.
-        scores["called_positive"] = {side: round(float(np.mean(np.concatenate([np.array(r[side]) > 0 for r in rows]))), 3)
-                                     for side in ("package", "torchmil")}
+        scores["called_positive"] = {
+            side: round(float(np.mean(np.concatenate([np.array(r[side]) > 0 for r in rows]))), 3)
+            for side in ("package", "torchmil")
+        }
         if reseeded:
             # The same package model with other seeds: how far two runs of one implementation drift apart.
             scores["noise_floor"] = floor
