@@ -190,8 +190,24 @@ def summarise(records: list[dict]) -> dict:
     return out
 
 
+def _saved_torchmil(paths, epochs: int) -> dict:
+    """torchmil's test logits from earlier ``--records`` (torchmil's side is deterministic given the
+    fold seed and does not depend on minitorch_proto's code, so it need not be retrained when only
+    the package changed)."""
+    saved = {}
+    for path in paths or ():
+        with open(path) as fh:
+            blob = json.load(fh)
+        if blob.get("epochs") != epochs:
+            raise SystemExit(f"crosscheck_torchmil: {path} was run with {blob.get('epochs')} epochs, not {epochs}")
+        for r in blob["records"]:
+            saved[(r["dataset"], r["method"], r["repeat"], r["fold"])] = r
+    return saved
+
+
 def run(args) -> tuple[list[dict], dict]:
     ABMIL, MLP = _import_torchmil()
+    saved = _saved_torchmil(args.reuse_torchmil, args.epochs)
     torch.set_num_threads(1)
     records, lockstep_gaps = [], {}
     for name in args.datasets:
@@ -221,8 +237,14 @@ def run(args) -> tuple[list[dict], dict]:
                 again = fit_many(est, [(tr, data.y[f.train]) for (tr, _), f in zip(prepared, folds)],
                                  [f.seed + RESEED_OFFSET for f in folds])
             t0 = time.perf_counter()
-            theirs = [torchmil_fit_predict(ABMIL, MLP, tr, data.y[f.train], te, settings, f.seed, args.epochs)
-                      for (tr, te), f in zip(prepared, folds)]
+            theirs = []
+            for (tr, te), f in zip(prepared, folds):
+                old = saved.get((name, method, f.repeat, f.fold))
+                if old is not None and old["seed"] == f.seed and old["y"] == data.y[f.test].tolist():
+                    theirs.append(np.array(old["torchmil"]))
+                else:
+                    theirs.append(torchmil_fit_predict(ABMIL, MLP, tr, data.y[f.train], te, settings, f.seed,
+                                                       args.epochs))
             t_theirs = time.perf_counter() - t0
             new = [dict(dataset=name, method=method, repeat=f.repeat, fold=f.fold, seed=f.seed,
                         y=data.y[f.test].tolist(), package=m.decision_function(te).tolist(), torchmil=s.tolist())
@@ -250,6 +272,9 @@ def main() -> None:
                         help="also refit the package with other seeds: the paired difference between two runs "
                              "of the same implementation (the noise floor)")
     parser.add_argument("--records", default=None, help="write every fold's test labels and logits here (JSON)")
+    parser.add_argument("--reuse-torchmil", nargs="+", default=None, metavar="RECORDS",
+                        help="take torchmil's logits for folds found in these --records files instead of "
+                             "retraining it (to refresh the package side after a package change)")
     parser.add_argument("--combine", nargs="+", default=None, metavar="RECORDS",
                         help="train nothing: merge --records files and print the summary")
     args = parser.parse_args()
