@@ -104,15 +104,6 @@ def test_whole_epoch_dropout_draw_equals_per_bag_draws():
         assert torch.equal(torch.rand(2, generator=gen), after)
 
 
-def test_batched_programs_in_parallel_processes_give_the_same_models(one_torch_thread):
-    sets = _sets(sizes_choice=np.arange(1, 9))
-    est = _small("gated_attention").set_params(n_epochs=1)
-    seeds = [5, 6, 7]
-    many = B.fit_many(est, sets, seeds, n_jobs=2)
-    for (bags, y), seed, got in zip(sets, seeds, many):
-        _assert_same(type(est)(**{**est.get_params(), "random_state": seed}).fit(bags, y), got)
-
-
 def test_per_model_settings_and_fallback(one_torch_thread):
     sets = _sets(sizes_choice=np.arange(1, 6), n_bags=(10, 10))
     est = _small("MI_net_mean")

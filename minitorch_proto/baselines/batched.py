@@ -228,9 +228,8 @@ def fit_many(
     n_threads : int, optional
         torch CPU threads while training (default: the estimator's ``n_threads``).
     n_jobs : int
-        Processes (joblib). Estimators fitted one by one (MILES, mi-SVM, ...) run their fits in
-        parallel; batched models are split into ``n_jobs`` batched programs that run in
-        parallel, one thread each.
+        Processes for estimators that are fitted one by one (MILES, mi-SVM, ...): their fits
+        are independent, so they run in parallel (joblib). Batched programs ignore it.
     group_cost, model_cost : float
         Cost model of :func:`plan_step`, in padded-row units.
 
@@ -259,24 +258,16 @@ def fit_many(
     by_key: dict[str, list[int]] = {}
     for i, key in enumerate(keys):
         by_key.setdefault(key, []).append(i)
-    parallel = is_batchable(estimator) and int(n_jobs) > 1
-    chunks = []
+    # Batched programs run one after another: two in parallel processes were measured slower
+    # than one on the two-core machine (memory-bound steps, plus shipping the bags to workers).
     for members in by_key.values():
         size = int(models_per_batch or len(members))
-        if parallel:  # every process gets a batched program of its own
-            size = min(size, -(-len(members) // int(n_jobs)))
-        chunks += [members[start : start + size] for start in range(0, len(members), size)]
-    jobs = [([ests[i] for i in c], [train_sets[i] for i in c], n_threads, 1 if parallel else n_jobs,
-             group_cost, model_cost) for c in chunks]
-    if parallel and len(chunks) > 1:
-        from joblib import Parallel, delayed
-
-        results = Parallel(n_jobs=int(n_jobs))(delayed(_fit_group)(*job) for job in jobs)
-    else:
-        results = [_fit_group(*job) for job in jobs]
-    for chunk, done in zip(chunks, results):
-        for i, est in zip(chunk, done):
-            ests[i] = est
+        for start in range(0, len(members), size):
+            chunk = members[start : start + size]
+            done = _fit_group([ests[i] for i in chunk], [train_sets[i] for i in chunk], n_threads, n_jobs,
+                              group_cost, model_cost)
+            for i, est in zip(chunk, done):
+                ests[i] = est
     return ests
 
 
