@@ -39,22 +39,23 @@ def main(argv=None) -> int:
     p.add_argument("--freeze", action="store_true", help="write the frozen tables (package data)")
     p.add_argument("--results-out", default=None, help="also write the per-fold results of the rungs run here (CSV)")
     p.add_argument("--no-nested", action="store_true", help="run the fixed rungs only")
-    p.add_argument("--fixed-from", default=None,
-                   help="per-fold results of the fixed rungs from an earlier --results-out (same --repeats and "
-                   "--seed), instead of running them again")
+    p.add_argument("--note", default="", help="appended to the frozen tables' descriptions (e.g. how they were timed)")
+    p.add_argument("--fixed-from", nargs="+", default=None,
+                   help="per-fold results of the fixed rungs from earlier --results-out runs (same --repeats and "
+                   "--seed; e.g. one per data set, run side by side), instead of running them again")
     args = p.parse_args(argv)
     data = {n: load_benchmark(n, download=False) for n in args.datasets}
     folds = {n: stratified_folds(d.y, args.repeats, 10, random_state=args.seed) for n, d in data.items()}
     steps = [s for s, _ in LADDER_STEPS] + ([] if args.nested_from or args.no_nested else [NESTED_STEP])
     t0 = time.perf_counter()
     if args.fixed_from:
-        results = pd.read_csv(args.fixed_from)
+        results = pd.concat([pd.read_csv(f) for f in args.fixed_from], ignore_index=True)
         results = results[results.dataset.isin(args.datasets) & results.method.isin(steps)
                           & (results.repeat <= args.repeats)].reset_index(drop=True)
         have = set(zip(results.dataset, results.method))
         missing = [(n, s) for n in args.datasets for s in steps if (n, s) not in have]
         if missing:
-            raise SystemExit(f"error: {args.fixed_from} lacks rungs {missing}.")
+            raise SystemExit(f"error: {' '.join(args.fixed_from)} lack rungs {missing}.")
     else:
         results = run_ladder({n: (d.bags, d.y) for n, d in data.items()}, folds, steps=steps,
                              progress=lambda s: print(f"[{time.perf_counter() - t0:6.0f} s] {s}", file=sys.stderr,
@@ -80,15 +81,15 @@ def main(argv=None) -> int:
         command = "python benchmarks/run_ladder.py " + shlex.join(sys.argv[1:] if argv is None else argv)
         extra = {}
         if args.fixed_from:
-            command = (f"python benchmarks/run_ladder.py --repeats {args.repeats} --seed {args.seed} --no-nested "
-                       f"--results-out {shlex.quote(args.fixed_from)}; " + command)
+            command = "".join(f"python benchmarks/run_ladder.py --repeats {args.repeats} --seed {args.seed} --no-nested "
+                              f"--datasets <data sets> --results-out {shlex.quote(f)}; " for f in args.fixed_from) + command
         if args.nested_from:
             # The nested rung came from an earlier run: name it too (folder shown as given, relative).
             command = (f"minitorch-proto reproduce --methods prototype-best --repeats {args.repeats} --seed {args.seed} "
                        f"--out {shlex.quote(args.nested_from)}; " + command)
             timings = pd.read_csv(Path(args.nested_from) / "timings.csv")
             extra["nested_wall_seconds"] = round(float(timings["wall_seconds"].sum()))
-        what = f"{args.repeats} x 10-fold CV, {', '.join(args.datasets)}"
+        what = f"{args.repeats} x 10-fold CV, {', '.join(args.datasets)}" + (f"; {args.note}" if args.note else "")
         write_frozen(results, "ladder_results", command=command, description=f"Ladder per-fold results ({what})",
                      wall_seconds=round(time.perf_counter() - t0), **extra)
         write_frozen(table, "ladder_table", command=command, description=f"Ladder table ({what})")
