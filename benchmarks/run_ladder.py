@@ -1,7 +1,7 @@
 """Run the ladder of notebook 08 (evaluation.ladder) and freeze its per-fold results and table.
 
-Usage (from the repository root; on two cores the fixed rungs take about three minutes per
-repetition for all five data sets, the nested rung about four)::
+Usage (from the repository root; the fixed rungs take about seven minutes of one core per
+repetition for all five data sets, the nested rung about four and a half minutes on two cores)::
 
     minitorch-proto reproduce --methods prototype-best --repeats 5 --out results_best
     python benchmarks/run_ladder.py --repeats 5 --nested-from results_best --freeze
