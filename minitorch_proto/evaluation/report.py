@@ -63,9 +63,7 @@ def table2(
     if spread not in SPREADS:
         raise ValueError(f"spread must be one of {sorted(SPREADS)}, got {spread!r}.")
     summ = summarize(results)
-    datasets = [d for d in DATASET_ORDER if d in set(summ["dataset"])] + sorted(
-        set(summ["dataset"]) - set(DATASET_ORDER)
-    )
+    datasets = _dataset_columns(summ["dataset"])
     rows: dict[str, dict[str, str]] = {}
     if include_paper and metric == "accuracy":
         rows["Prototype learning (paper, reported)"] = {
@@ -172,6 +170,12 @@ def number_prototypes(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _dataset_columns(names) -> list[str]:
+    """Data sets in the paper's order, any others after them alphabetically."""
+    names = set(names)
+    return [d for d in DATASET_ORDER if d in names] + sorted(names - set(DATASET_ORDER))
+
+
 def ranked_table(results: pd.DataFrame, *, metric: str = "accuracy", spread: str = "se_repeats") -> pd.DataFrame:
     """Every measured method (final evaluation) as "mean ± spread" per data set, with its average rank.
 
@@ -265,8 +269,7 @@ def comparison_table(results: pd.DataFrame, *, metric: str = "accuracy") -> pd.D
     if final.empty:
         raise ValueError("No final-evaluation rows to tabulate.")
     summ = summarize(final)
-    present = [d for d in DATASET_ORDER if d in set(summ["dataset"])] + sorted(
-        set(summ["dataset"]) - set(DATASET_ORDER))
+    present = _dataset_columns(summ["dataset"])
     means = summ.pivot(index="method", columns="dataset", values=f"{metric}_mean").reindex(columns=present)
     ses = summ.pivot(index="method", columns="dataset", values=f"{metric}_se_repeats").reindex(columns=present)
     complete = means.notna().all(axis=1)
@@ -306,6 +309,6 @@ def common_budget_gains(results: pd.DataFrame, *, metric: str = "accuracy") -> p
         diff = (means.loc[label] - means.loc[base]).dropna()
         if len(diff):
             rows[display_name(base)] = diff
-    present = [d for d in DATASET_ORDER if d in means.columns] + sorted(set(means.columns) - set(DATASET_ORDER))
+    present = _dataset_columns(means.columns)
     table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=present).dropna(axis=1, how="all")
     return table.rename(columns=DATASET_NAMES)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-from ..data.synthetic import MIL_UNIT_TESTS, SyntheticBags
+from ..data.synthetic import BACKGROUND, MIL_UNIT_TESTS, SyntheticBags
 from .metrics import binary_auc
 
 if TYPE_CHECKING:
@@ -240,7 +240,7 @@ def background_counts(
             for split, data in zip(("train", "test"), sets):
                 for kind, label in zip(data.info["instance_kinds"], data.y):
                     rows.append({"test": name, "split": split, "label": "positive" if label == 1 else "negative",
-                                 "background": int(np.sum(kind == 0)), "size": len(kind)})
+                                 "background": int(np.sum(kind == BACKGROUND)), "size": len(kind)})
     if not rows:
         raise ValueError("random_state holds no seed.")
     means = pd.DataFrame(rows).groupby(["test", "split", "label"], sort=False)[["background", "size"]].mean()

@@ -9,41 +9,11 @@ snapshots on toy bags) and :mod:`.fitting` (what they share).
 """
 from __future__ import annotations
 
-from .fitting import fit_with_callback, training_objective
-from .mnist import (
-    MNIST_DEFAULTS,
-    MNIST_EPOCHS,
-    MNIST_TUNING_SEEDS,
-    discriminative_prototypes,
-    fit_from_prototypes,
-    mnist_inner_validation,
-    mnist_seed_sweep,
-    mnist_sweep_verdict,
-    run_mnist_experiment,
-)
-from .toy import toy_training_snapshots
-from .unit_tests import (
-    UNIT_TEST_MIN_SETTINGS,
-    UNIT_TEST_MONOTONE_SETTINGS,
-    default_mil_unit_test_models,
-    mil_unit_test_table,
-)
+# Each module's __all__ is the one list of its public names; the package re-exports them.
+from . import fitting, mnist, toy, unit_tests
+from .fitting import *  # noqa: F403
+from .mnist import *  # noqa: F403
+from .toy import *  # noqa: F403
+from .unit_tests import *  # noqa: F403
 
-__all__ = [
-    "MNIST_DEFAULTS",
-    "MNIST_EPOCHS",
-    "MNIST_TUNING_SEEDS",
-    "run_mnist_experiment",
-    "mnist_inner_validation",
-    "discriminative_prototypes",
-    "fit_from_prototypes",
-    "mnist_seed_sweep",
-    "mnist_sweep_verdict",
-    "UNIT_TEST_MIN_SETTINGS",
-    "UNIT_TEST_MONOTONE_SETTINGS",
-    "mil_unit_test_table",
-    "default_mil_unit_test_models",
-    "toy_training_snapshots",
-    "fit_with_callback",
-    "training_objective",
-]
+__all__ = [*mnist.__all__, *unit_tests.__all__, *toy.__all__, *fitting.__all__]

@@ -243,11 +243,7 @@ def run_mnist_experiment(
     fit_bags, fit_y = train.bags, train.y
     val_bags, val_y = None, None
     if int(n_restarts) > 1 and selection == "validation":
-        from sklearn.model_selection import train_test_split
-
-        idx_fit, idx_val = train_test_split(
-            np.arange(len(train.bags)), test_size=validation_fraction, stratify=train.y, random_state=random_state
-        )
+        idx_fit, idx_val = _inner_split(train.y, validation_fraction, random_state)
         fit_bags, fit_y = [train.bags[i] for i in idx_fit], train.y[idx_fit]
         val_bags, val_y = [train.bags[i] for i in idx_val], train.y[idx_val]
     data_driven = params.get("init") == "discriminative"
@@ -286,6 +282,14 @@ def run_mnist_experiment(
         "restarts": pd.DataFrame(restarts),
         "data_warnings": data_warnings,
     }
+
+
+def _inner_split(y: np.ndarray, validation_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices (fit, validation) of a stratified hold-out of the training bags: the only data any
+    MNIST choice (restart, setting) is judged on."""
+    from sklearn.model_selection import train_test_split
+
+    return train_test_split(np.arange(len(y)), test_size=validation_fraction, stratify=y, random_state=seed)
 
 
 def _fit_setting(params: dict, bags: Sequence[np.ndarray], y, seed: int) -> PrototypeMILClassifier:
@@ -338,8 +342,6 @@ def mnist_inner_validation(
         One row per (seed, setting): ``validation_auc``, ``fit_auc``, ``evidence_hits``,
         ``nearest_digits``, ``fit_seconds``.
     """
-    from sklearn.model_selection import train_test_split
-
     from ..data.mnist import make_mnist_bags
 
     rows = []
@@ -349,8 +351,7 @@ def mnist_inner_validation(
             train, _ = make_mnist_bags(target=target, n_train_bags=n_train_bags, n_test_bags=n_test_bags,
                                        random_state=int(seed), test_fraction=test_fraction, source=source,
                                        images=images, labels=labels, **bag_kwargs)
-        idx_fit, idx_val = train_test_split(np.arange(len(train.bags)), test_size=validation_fraction,
-                                            stratify=train.y, random_state=int(seed))
+        idx_fit, idx_val = _inner_split(train.y, validation_fraction, int(seed))
         fit_bags, fit_y = [train.bags[i] for i in idx_fit], train.y[idx_fit]
         val_bags, val_y = [train.bags[i] for i in idx_val], train.y[idx_val]
         fit_digits = [train.info["digits"][i] for i in idx_fit]
