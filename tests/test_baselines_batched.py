@@ -39,12 +39,14 @@ def _assert_same(single, batched):
     np.testing.assert_allclose(single.loss_curve_, batched.loss_curve_, rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("backend", ["tensor", "compiled"])
 @pytest.mark.parametrize("name", NEURAL)
-def test_batched_equals_single_model_fits(name, one_torch_thread):
-    sets = _sets(sizes_choice=np.arange(1, 9))
+def test_batched_equals_single_model_fits(name, backend, one_torch_thread):
+    # Bags of 1 to 12 instances: the compiled backend's small-bag loops and its BLAS path both run.
+    sets = _sets(sizes_choice=np.arange(1, 13))
     est = _small(name)
     seeds = [5, 6, 7]
-    many = B.fit_many(est, sets, seeds)
+    many = B.fit_many(est, sets, seeds, backend=backend)
     for (bags, y), seed, got in zip(sets, seeds, many):
         ref = type(est)(**{**est.get_params(), "random_state": seed}).fit(bags, y)
         _assert_same(ref, got)
@@ -66,10 +68,43 @@ def test_overflow_runs_give_the_same_models(name, one_torch_thread, monkeypatch)
     monkeypatch.setattr(B, "plan_step", spy)
     est = _small(name).set_params(n_epochs=1)
     seeds = [1, 2, 3, 4]
-    many = B.fit_many(est, sets, seeds, group_cost=1.0, model_cost=0.0)
+    many = B.fit_many(est, sets, seeds, group_cost=1.0, model_cost=0.0, backend="tensor")
     assert max(calls) == 2
     for (bags, y), seed, got in zip(sets, seeds, many):
         _assert_same(type(est)(**{**est.get_params(), "random_state": seed}).fit(bags, y), got)
+
+
+@pytest.mark.parametrize("name,settings", [
+    ("mi_net_max", dict(pooling="lse")),
+    ("MI_net_max", dict(pooling="lse", optimizer="adam")),
+    ("mi_net_mean", dict(dropout=0.0, lr_decay=0.0)),
+    ("MI_net_mean", dict(nesterov=False, momentum=0.5)),
+    ("MI_net_max", dict(momentum=0.0, nesterov=False)),
+    ("attention", dict(dropout=0.0, hidden_sizes=(9,))),
+    ("gated_attention", dict(weight_decay=0.0, hidden_sizes=(7, 5, 3))),
+])
+def test_compiled_backend_covers_every_option(name, settings, one_torch_thread):
+    # Every pooling, optimiser branch and depth the kernels write out, on long and short bags.
+    sets = _sets(sizes_choice=[1, 2, 5, 30], n_bags=(8, 9))
+    est = _small(name).set_params(**settings)
+    seeds = [3, 4]
+    many = B.fit_many(est, sets, seeds, backend="compiled", n_jobs=2)
+    for (bags, y), seed, got in zip(sets, seeds, many):
+        _assert_same(type(est)(**{**est.get_params(), "random_state": seed}).fit(bags, y), got)
+
+
+def test_compiled_backend_float32_and_threads(one_torch_thread):
+    sets = _sets(sizes_choice=np.arange(1, 13))
+    est = _small("gated_attention").set_params(dtype="float32")
+    one = B.fit_many(est, sets, [5, 6, 7], backend="compiled", n_jobs=1)
+    two = B.fit_many(est, sets, [5, 6, 7], backend="compiled", n_jobs=2)
+    for a, b, (bags, y), seed in zip(one, two, sets, [5, 6, 7]):
+        # models are independent: the thread count changes nothing, bit for bit
+        for p1, p2 in zip(a.network_.parameters(), b.network_.parameters()):
+            assert torch.equal(p1, p2)
+        ref = type(est)(**{**est.get_params(), "random_state": seed}).fit(bags, y)
+        for p1, p2 in zip(ref.network_.parameters(), a.network_.parameters()):
+            np.testing.assert_allclose(p1.detach().numpy(), p2.detach().numpy(), rtol=0, atol=1e-5)
 
 
 def test_plan_step_sends_every_long_bag_to_one_overflow_run():
@@ -127,6 +162,18 @@ def test_bad_input():
         B.fit_many(_small("attention"), sets, [1, 2], models_per_batch=0)
     with pytest.raises(ValueError, match="dtype"):
         B.fit_many(_small("attention").set_params(dtype="float16"), sets, [1, 2])
+    with pytest.raises(ValueError, match="backend must be"):
+        B.fit_many(_small("attention"), sets, [1, 2], backend="numba")
+    with pytest.raises(ValueError, match="does not cover"):
+        B.fit_many(_small("attention").set_params(hidden_sizes=()), sets, [1, 2], backend="compiled")
+
+
+def test_compiled_backend_refuses_a_gpu(monkeypatch):
+    # What a CUDA machine would see, without one: the compiled kernels are CPU code.
+    monkeypatch.setattr(B, "resolve_device", lambda device: torch.device("cuda"))
+    sets = _sets(sizes_choice=[2, 3], n_bags=(6, 6))
+    with pytest.raises(ValueError, match="trains on the CPU"):
+        B.fit_many(_small("attention"), sets, [1, 2], backend="compiled")
 
 
 def test_global_torch_rng_untouched(one_torch_thread):
