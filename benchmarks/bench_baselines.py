@@ -5,8 +5,9 @@ protocol, feature standardisation fitted on each training fold) are trained for
 ``--epochs`` epochs both ways; the one-at-a-time time is measured on ``--sample`` folds and
 scaled to all of them. Both scale linearly with epochs, so the full protocol's time
 (50 epochs, 50 folds) is extrapolated as ``seconds * 50 / epochs * 50 / folds``, printed as
-``full_min``, and labelled as an extrapolation. ``--jobs 2`` runs the batched models as two
-parallel programs (``fit_many(n_jobs=2)``; take both CPU slots). ``--frozen-single`` skips the
+``full_min``, and labelled as an extrapolation. ``--backend`` picks ``fit_many``'s backend
+(``compiled``, the CPU default since issue 17's second round, or the stacked ``tensor`` one);
+``--jobs 2`` gives the compiled backend two threads (take both CPU slots). ``--frozen-single`` skips the
 one-at-a-time runs and uses the ``fit_seconds`` of the frozen ``measured_results`` table
 (50 epochs, measured one fold at a time in wave 1) instead. The last line is a JSON object.
 
@@ -51,7 +52,8 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--sample", type=int, default=3, help="folds timed one at a time")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--jobs", type=int, default=1, help="fit_many n_jobs (parallel batched programs)")
+    parser.add_argument("--jobs", type=int, default=1, help="fit_many n_jobs (threads of the compiled backend)")
+    parser.add_argument("--backend", default="auto", choices=["auto", "compiled", "tensor"])
     parser.add_argument("--frozen-single", action="store_true",
                         help="one-at-a-time time from the frozen measured_results fit_seconds")
     parser.add_argument("--quick", action="store_true", help="Musk1 only, 10 folds, 1 epoch")
@@ -65,7 +67,7 @@ def main() -> None:
         for method in args.methods:
             est = BASELINES[method](0).set_params(n_epochs=args.epochs, n_threads=args.threads)
             t0 = time.perf_counter()
-            fit_many(est, sets, seeds, n_threads=args.threads, n_jobs=args.jobs)
+            fit_many(est, sets, seeds, n_threads=args.threads, n_jobs=args.jobs, backend=args.backend)
             batched = time.perf_counter() - t0
             if args.frozen_single:
                 frozen = load_frozen("measured_results")
@@ -79,6 +81,7 @@ def main() -> None:
                 single = (time.perf_counter() - t0) / k * len(sets)
             scale = 50 / args.epochs * 50 / len(sets)
             rows.append(dict(dataset=name, method=method, folds=len(sets), epochs=args.epochs, jobs=args.jobs,
+                             backend=args.backend,
                              single_source="frozen" if args.frozen_single else "measured",
                              one_at_a_time_s=round(single, 2), batched_s=round(batched, 2),
                              ratio=round(single / batched, 2),
