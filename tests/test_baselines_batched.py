@@ -98,10 +98,13 @@ def test_compiled_backend_float32_and_threads(one_torch_thread):
     est = _small("gated_attention").set_params(dtype="float32")
     one = B.fit_many(est, sets, [5, 6, 7], backend="compiled", n_jobs=1)
     two = B.fit_many(est, sets, [5, 6, 7], backend="compiled", n_jobs=2)
-    for a, b, (bags, y), seed in zip(one, two, sets, [5, 6, 7]):
-        # models are independent: the thread count changes nothing, bit for bit
+    # the last two models again, beside another model in another order
+    other = B.fit_many(est, [sets[2], sets[0], sets[1]], [7, 1, 6], backend="compiled")
+    for a, b in [*zip(one, two), (one[1], other[2]), (one[2], other[0])]:
+        # models are independent: thread count and company change nothing, bit for bit
         for p1, p2 in zip(a.network_.parameters(), b.network_.parameters()):
             assert torch.equal(p1, p2)
+    for a, (bags, y), seed in zip(one, sets, [5, 6, 7]):
         ref = type(est)(**{**est.get_params(), "random_state": seed}).fit(bags, y)
         for p1, p2 in zip(ref.network_.parameters(), a.network_.parameters()):
             np.testing.assert_allclose(p1.detach().numpy(), p2.detach().numpy(), rtol=0, atol=1e-5)
