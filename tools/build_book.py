@@ -45,7 +45,7 @@ QUICK_PARAMETERS: dict[str, dict] = {
     "03_ablations": {"datasets": ["musk1"], "repeats": 1, "folds": 3, "epochs": 2},
     "04_baselines": {
         "datasets": ["musk1", "fox"],
-        "methods": ["prototype", "bag_stats", "mi_svm"],
+        "methods": ["prototype", "bag_stats", "mi_svm", "MI_net_mean"],
         "repeats": 1,
         "folds": 3,
         "epochs": 3,
