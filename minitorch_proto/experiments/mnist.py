@@ -302,7 +302,7 @@ def _fit_setting(params: dict, bags: Sequence[np.ndarray], y, seed: int) -> Prot
     return fit_from_prototypes(clf, bags, y, start)
 
 
-def _evidence_hits(clf, bags: Sequence[np.ndarray], digits: Sequence[np.ndarray], target: int, k: int):
+def _evidence_hits(clf, bags: Sequence[np.ndarray], digits: Sequence[np.ndarray], k: int):
     """(index, coefficient, nearest digits) of the evidence prototype: the most negative min-pooling
     coefficient, and the digit labels of its ``k`` nearest instances among ``bags``."""
     from ..evaluation.explain import nearest_instances, prototype_coefficients
@@ -361,7 +361,7 @@ def mnist_inner_validation(
             t0 = time.perf_counter()
             clf = _fit_setting(params, fit_bags, fit_y, int(seed))
             seconds = time.perf_counter() - t0
-            _, _, digits = _evidence_hits(clf, fit_bags, fit_digits, target, k)
+            _, _, digits = _evidence_hits(clf, fit_bags, fit_digits, k)
             rows.append(dict(target=int(target), seed=int(seed), setting=name,
                              validation_auc=binary_auc(val_y == 1, clf.predict_proba(val_bags)[:, 1]),
                              fit_auc=binary_auc(fit_y == 1, clf.predict_proba(fit_bags)[:, 1]),
@@ -471,7 +471,7 @@ def mnist_seed_sweep(targets: Sequence[int] = (9, 5), seeds: Sequence[int] = ran
         for seed in seeds:
             run = run_mnist_experiment(target, random_state=int(seed), k=k, **kwargs)
             clf, train = run["clf"], run["train"]
-            ev, coefficient, digits = _evidence_hits(clf, train.bags, train.info["digits"], target, k)
+            ev, coefficient, digits = _evidence_hits(clf, train.bags, train.info["digits"], k)
             hits = sum(d == int(target) for d in digits)
             rows.append(dict(target=int(target), seed=int(seed), test_auc=run["test_auc"],
                              test_accuracy=run["test_accuracy"],

@@ -1,0 +1,99 @@
+"""Regenerate the frozen table ``measured_results`` (every method, 5 x 10 CV) and time each method.
+
+One command does the whole job::
+
+    MINITORCH_PROTO_DATA=../shared/data/mil .venv/bin/python benchmarks/reproduce_all.py --freeze
+
+It runs ``minitorch-proto reproduce --methods all --out <folder>`` (all cores; about half an
+hour on two), then prints the per-method wall times beside the previous frozen table's
+one-fold-at-a-time fit times, with their ratio, and (``--freeze``) writes the new per-fold
+results as ``measured_results`` with the command, the commit of the code that ran, the machine's
+core count and each method's wall time. ``--from <folder>`` reuses a finished ``reproduce`` output
+instead of running it again (``--commit`` then names the code that made it). The last line is a
+JSON object.
+
+The one-at-a-time reference is the sum of ``fit_seconds`` over the previous table's folds
+(wave 1 trained every fold alone, one core); once that table has been replaced, the reference
+is carried over from its provenance file (``one_at_a_time_seconds``) so that later runs keep
+comparing with the same baseline.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from minitorch_proto.evaluation.frozen import code_version, frozen_dir, load_frozen, write_frozen
+
+COMMAND = "python benchmarks/reproduce_all.py --freeze"
+
+
+def _previous_reference() -> dict[str, float]:
+    """Per-method one-at-a-time seconds (all five data sets, 50 folds) of the table being replaced."""
+    meta_path = Path(str(frozen_dir())) / "measured_results.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    if "one_at_a_time_seconds" in meta:
+        return {k: float(v) for k, v in meta["one_at_a_time_seconds"].items()}
+    old = load_frozen("measured_results")
+    old = old[old.evaluation == "final"]
+    return {m: float(g.fit_seconds.sum()) for m, g in old.groupby("method")}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default="results_all", help="reproduce's output folder (default: results_all/)")
+    p.add_argument("--from", dest="from_dir", default=None, help="a finished reproduce --methods all output")
+    p.add_argument("--commit", default=None, help="with --from: the commit of the code that made it")
+    p.add_argument("--freeze", action="store_true", help="write the frozen table measured_results")
+    args = p.parse_args(argv)
+    if args.commit and not args.from_dir:
+        p.error("--commit goes with --from (a run made here records its own commit)")
+    reference = _previous_reference()
+    if args.from_dir:
+        out, commit = Path(args.from_dir), args.commit or "unknown"
+        if not (out / "results.csv").exists() or not (out / "timings.csv").exists():
+            p.error(f"{out} holds no results.csv and timings.csv of a reproduce run")
+        total = None
+    else:
+        out, commit = Path(args.out), code_version()
+        t0 = time.perf_counter()
+        cmd = [sys.executable, "-m", "minitorch_proto", "reproduce", "--methods", "all", "--quiet", "--out", str(out)]
+        if subprocess.run(cmd).returncode != 0:
+            print("error: the reproduce run failed; nothing frozen", file=sys.stderr)
+            return 1
+        total = time.perf_counter() - t0
+    results = pd.read_csv(out / "results.csv")
+    timings = pd.read_csv(out / "timings.csv")
+    rows = []
+    for _, t in timings.iterrows():
+        before = reference.get(t.method)
+        rows.append({"method": t.method, "wall_s": round(float(t.wall_seconds), 1),
+                     "one_at_a_time_s": None if before is None else round(before, 1),
+                     "ratio": None if before is None else round(before / float(t.wall_seconds), 1)})
+    table = pd.DataFrame(rows)
+    print(table.to_string(index=False))
+    wall = float(timings.wall_seconds.sum())
+    print(f"all methods: {wall / 60:.1f} min of wall time on {os.cpu_count()} cores (one-at-a-time reference: "
+          f"{sum(reference.values()) / 60:.0f} min, one core)")
+    if args.freeze:
+        path = write_frozen(
+            results, "measured_results", command=COMMAND,
+            description="per-fold results of 5 x stratified 10-fold CV (the same 50 folds) on Musk1, Musk2, Fox, "
+            "Tiger and Elephant for every method of minitorch-proto reproduce --methods all, in one run",
+            commit=commit, cpu_count=os.cpu_count(),
+            wall_seconds={r["method"]: r["wall_s"] for r in rows},
+            one_at_a_time_seconds={k: round(v, 1) for k, v in reference.items()},
+        )
+        print(f"froze {path.name} (commit {commit})")
+    print(json.dumps({"rows": rows, "wall_seconds": wall, "run_seconds": total, "commit": commit}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
