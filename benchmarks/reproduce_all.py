@@ -12,10 +12,11 @@ core count and each method's wall time. ``--from <folder>`` reuses a finished ``
 instead of running it again (``--commit`` then names the code that made it). The last line is a
 JSON object.
 
-The one-at-a-time reference is the sum of ``fit_seconds`` over the previous table's folds
-(wave 1 trained every fold alone, one core); once that table has been replaced, the reference
-is carried over from its provenance file (``one_at_a_time_seconds``) so that later runs keep
-comparing with the same baseline.
+The one-at-a-time reference of a baseline is the sum of ``fit_seconds`` over the previous
+table's folds (wave 1 trained every baseline fold alone, on one core); once that table has been
+replaced, the reference is carried over from its provenance file (``one_at_a_time_seconds``), so
+later runs keep comparing with the same baseline. The prototype rows have no such reference (they
+were always trained together), so they get no ratio.
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def _previous_reference() -> dict[str, float]:
         return {k: float(v) for k, v in meta["one_at_a_time_seconds"].items()}
     old = load_frozen("measured_results")
     old = old[old.evaluation == "final"]
-    return {m: float(g.fit_seconds.sum()) for m, g in old.groupby("method")}
+    return {m: float(g.fit_seconds.sum()) for m, g in old.groupby("method") if not m.startswith("prototype")}
 
 
 def main(argv=None) -> int:
@@ -51,6 +52,7 @@ def main(argv=None) -> int:
     p.add_argument("--from", dest="from_dir", default=None, help="a finished reproduce --methods all output")
     p.add_argument("--commit", default=None, help="with --from: the commit of the code that made it")
     p.add_argument("--freeze", action="store_true", help="write the frozen table measured_results")
+    p.add_argument("--note", default=None, help="with --freeze: a line for the provenance file")
     args = p.parse_args(argv)
     if args.commit and not args.from_dir:
         p.error("--commit goes with --from (a run made here records its own commit)")
@@ -89,6 +91,7 @@ def main(argv=None) -> int:
             commit=commit, cpu_count=os.cpu_count(),
             wall_seconds={r["method"]: r["wall_s"] for r in rows},
             one_at_a_time_seconds={k: round(v, 1) for k, v in reference.items()},
+            **({"note": args.note} if args.note else {}),
         )
         print(f"froze {path.name} (commit {commit})")
     print(json.dumps({"rows": rows, "wall_seconds": wall, "run_seconds": total, "commit": commit}))
