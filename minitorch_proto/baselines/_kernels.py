@@ -110,6 +110,24 @@ def _input_grad(dz, w, da):
 
 
 @_jit
+def _column_sums(dz, out):
+    """A bias gradient: ``out = dz.sum(axis=0)``."""
+    out[:] = dz[0]
+    for k in range(1, dz.shape[0]):
+        row = dz[k]
+        for j in range(out.shape[0]):
+            out[j] += row[j]
+
+
+@_jit
+def _linear_backward(dz, x, w, gw, gb, dx):
+    """A linear layer's backward pass: weight and bias gradients, and ``dx = dz @ w``."""
+    _weight_grad(dz, x, gw)
+    _column_sums(dz, gb)
+    _input_grad(dz, w, dx)
+
+
+@_jit
 def _sigmoid(v):
     return 1.0 / (1.0 + np.exp(-v))
 
@@ -188,21 +206,9 @@ def _attention_head(h, p, g, hoff, d, gated, buf, vec, dh, tmp):
                 dau[k, j] = dg * av[k, j] * (au[k, j] * (1.0 - au[k, j]))
                 dg = dg * au[k, j]
             dav[k, j] = dg * (1.0 - av[k, j] * av[k, j])
-    _weight_grad(dav, h, g[hoff[0]: hoff[0] + d * H].reshape((d, H)))
-    for j in range(d):
-        acc = 0.0
-        for k in range(K):
-            acc += dav[k, j]
-        g[hoff[1] + j] = acc
-    _input_grad(dav, vw, dh)
+    _linear_backward(dav, h, vw, g[hoff[0]: hoff[0] + d * H].reshape((d, H)), g[hoff[1]: hoff[1] + d], dh)
     if gated:
-        _weight_grad(dau, h, g[hoff[2]: hoff[2] + d * H].reshape((d, H)))
-        for j in range(d):
-            acc = 0.0
-            for k in range(K):
-                acc += dau[k, j]
-            g[hoff[3] + j] = acc
-        _input_grad(dau, uw, tmp)
+        _linear_backward(dau, h, uw, g[hoff[2]: hoff[2] + d * H].reshape((d, H)), g[hoff[3]: hoff[3] + d], tmp)
         for k in range(K):
             for j in range(H):
                 dh[k, j] += tmp[k, j]
@@ -362,12 +368,7 @@ def _model_epoch(p, s1, s2, g, seg, seg_wd, lrs, step0, X, rows, sizes, ys, n, m
                 _weight_grad(dzl, xb, gw)
             else:
                 _weight_grad(dzl, act[c - K * fin: c].reshape((K, fin)), gw)
-            gb = g[boff[l]: boff[l] + fout]
-            gb[:] = dzl[0]
-            for k in range(1, K):
-                row = dzl[k]
-                for j in range(fout):
-                    gb[j] += row[j]
+            _column_sums(dzl, g[boff[l]: boff[l] + fout])
             if l > 0:
                 w = p[woff[l]: woff[l] + fout * fin].reshape((fout, fin))
                 da = other[0: K * fin].reshape((K, fin))
