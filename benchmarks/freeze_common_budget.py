@@ -1,0 +1,127 @@
+"""Add finished common-budget runs to the frozen table ``baseline_common_budget``.
+
+The common budget of a baseline (inner-CV tuning over a fixed 3-point grid, then a 5-seed
+ensemble for the neural ones) costs up to about 15x its defaults' training: 3 to 35 minutes
+of one core per (method, data set) with the compiled backend. So the table is built one
+(method, data set) at a time, each run on one core::
+
+    minitorch-proto reproduce --methods attention --datasets tiger --budget common --out runs/attention_tiger
+    python benchmarks/freeze_common_budget.py runs/attention_tiger --commit <commit of the code that ran> --freeze
+
+Each run's final rows are appended to the table; a (method, data set) that the table already
+holds is refused, so nothing is replaced by accident. The run's commit goes into the
+provenance's ``row_commits`` and its wall time into ``wall_seconds_one_core``, and the
+description's list of what is covered (and what is not) is rebuilt from the table. Without
+``--freeze`` it only prints what it would add.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from minitorch_proto.data.benchmarks import BENCHMARKS
+from minitorch_proto.evaluation.baseline_cv import GRIDS, INNER_FOLDS, N_SEEDS, budget_label
+from minitorch_proto.evaluation.frozen import frozen_dir, load_frozen, provenance, write_frozen
+
+NAME = "baseline_common_budget"
+COMMAND = ("minitorch-proto reproduce --methods <method> --datasets <data set> --budget common --out <folder>, "
+           "one run per (method, data set) on one core, then python benchmarks/freeze_common_budget.py <folder> "
+           "--commit <commit> --freeze")
+_KEYS = ["dataset", "method", "repeat", "fold"]
+
+
+def _read_run(folder: Path, columns: list[str]) -> tuple[pd.DataFrame, dict[str, float]]:
+    """A run's final per-fold rows and its wall seconds per ``"<method> <data set>"``."""
+    results, timings = folder / "results.csv", folder / "timings.csv"
+    if not results.is_file() or not timings.is_file():
+        raise ValueError(f"{folder} holds no results.csv and timings.csv of a reproduce run")
+    rows = pd.read_csv(results)
+    missing = [c for c in columns if c not in rows.columns]
+    if missing:
+        raise ValueError(f"{results} lacks the columns {missing}")
+    rows = rows[rows.evaluation == "final"][columns]
+    common = {budget_label(m, "common") for m in GRIDS}
+    if rows.empty or not set(rows.method) <= common:
+        raise ValueError(f"{results} holds no common-budget rows (was the run made with --budget common?)")
+    for (method, dataset), part in rows.groupby(["method", "dataset"]):
+        if len(part) != 50:
+            raise ValueError(f"{results}: {method} on {dataset} has {len(part)} folds, not the 5 x 10 = 50 expected")
+    walls = {}
+    for _, t in pd.read_csv(timings).iterrows():
+        for dataset in str(t.datasets).split():
+            walls[f"{t.method} {dataset}"] = round(float(t.wall_seconds) / len(str(t.datasets).split()), 1)
+    return rows, walls
+
+
+def _coverage(table: pd.DataFrame) -> tuple[str, str]:
+    """What is covered and what is not, ``"<method>: <data sets>; ..."``, methods in the table's order."""
+    order = list(BENCHMARKS)
+    covered, missing = [], []
+    for method in dict.fromkeys(table.method):
+        have = set(table.loc[table.method == method, "dataset"])
+        covered.append(f"{method}: {', '.join(d for d in order if d in have)}")
+        if have != set(order):
+            missing.append(f"{method}: {', '.join(d for d in order if d not in have)}")
+    return "; ".join(covered), "; ".join(missing) if missing else "nothing"
+
+
+def describe(table: pd.DataFrame) -> str:
+    """The provenance description, its coverage rebuilt from ``table``."""
+    covered, missing = _coverage(table)
+    return (
+        "per-fold results of 5 x stratified 10-fold CV (the folds of measured_results) for baselines under the "
+        f"common budget: MILES, mi-SVM and bag statistics tuned over a 3-point grid on {INNER_FOLDS} inner folds "
+        f"of each outer training fold (one model); the neural baselines' 3 learning rates tuned the same way, then "
+        f"a {N_SEEDS}-seed ensemble of the chosen one. One reproduce run per (method, data set), on one core; "
+        f"row_commits names the code of each. Covered: {covered}. Not covered: {missing}."
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("runs", nargs="+", help="output folders of minitorch-proto reproduce --budget common")
+    p.add_argument("--commit", required=True, help="the commit of the code that made the runs")
+    p.add_argument("--freeze", action="store_true", help="write the table (default: only print what changes)")
+    args = p.parse_args(argv)
+    if not re.fullmatch(r"[0-9a-f]{7,40}", args.commit):
+        p.error(f"--commit must be a plain git commit hash, got {args.commit!r}")
+    old = load_frozen(NAME)
+    meta = provenance(NAME)
+    columns = list(old.columns)
+    parts, walls, added = [old], {}, []
+    try:
+        for folder in args.runs:
+            rows, run_walls = _read_run(Path(folder), columns)
+            parts.append(rows)
+            walls.update(run_walls)
+            added += sorted({f"{m} {d}" for m, d in zip(rows.method, rows.dataset, strict=True)})
+    except ValueError as err:
+        p.error(str(err))
+    table = pd.concat(parts, ignore_index=True)
+    clash = table[table.duplicated(_KEYS, keep=False)][["method", "dataset"]].drop_duplicates()
+    if not clash.empty:
+        pairs = ", ".join(f"{m} on {d}" for m, d in clash.itertuples(index=False))
+        p.error(f"already in {NAME} (refusing to replace): {pairs}")
+    row_commits = {**meta.get("row_commits", {}), **dict.fromkeys(added, args.commit)}
+    extra = {k: v for k, v in meta.items()
+             if k not in ("command", "commit", "date", "description", "columns", "row_commits")}
+    extra["wall_seconds_one_core"] = {**meta.get("wall_seconds_one_core", {}), **walls}
+    print(f"adding {len(table) - len(old)} rows: {'; '.join(added)} (code {args.commit})")
+    description = describe(table)
+    print(description)
+    if args.freeze:
+        # The table's own commit field keeps naming its first code; row_commits names each row's.
+        path = write_frozen(table, NAME, command=COMMAND, description=description, commit=meta["commit"],
+                            row_commits=row_commits, **extra)
+        print(f"froze {path.name} into {frozen_dir()}: {len(table)} rows")
+    print(json.dumps({"added": added, "rows": len(table), "commit": args.commit}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
