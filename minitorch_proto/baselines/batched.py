@@ -53,7 +53,7 @@ from torch import nn
 
 from ..utils import resolve_device, torch_threads
 from . import compiled
-from ._torch import GeneratorDropout, TorchMILClassifier
+from ._torch import POOL_FUNCTIONS, GeneratorDropout, TorchMILClassifier
 from .attention import _AttentionNet
 from .minet import _EPS, _MINetNet, _miNetNet
 
@@ -174,7 +174,7 @@ def batched_logits(template: nn.Module, params, x, mask, drop) -> torch.Tensor:
         z = torch.bmm(weights.unsqueeze(1), h).squeeze(1)
         return _linear(params, "classifier", z.unsqueeze(1)).reshape(-1)
     if isinstance(template, _MINetNet):
-        name = {v: k for k, v in _pool_functions().items()}[template.pool]
+        name = {v: k for k, v in POOL_FUNCTIONS.items()}[template.pool]
         z = _pool(name, h, mask, counts)
         return _linear(params, "classifier", z.unsqueeze(1)).reshape(-1)
     if isinstance(template, _miNetNet):
@@ -184,12 +184,6 @@ def batched_logits(template: nn.Module, params, x, mask, drop) -> torch.Tensor:
         p = _pool(template.pooling, torch.sigmoid(s), mask, counts).reshape(-1)
         return torch.logit(p.clamp(_EPS, 1 - _EPS))
     raise TypeError(f"no batched forward for {type(template).__name__}")
-
-
-def _pool_functions():
-    from ._torch import POOL_FUNCTIONS
-
-    return POOL_FUNCTIONS
 
 
 # --------------------------------------------------------------------- the trainer
