@@ -10,7 +10,8 @@ of one core per (method, data set) with the compiled backend. So the table is bu
 
 Each run's final rows are appended to the table; a (method, data set) that the table already
 holds is refused, so nothing is replaced by accident. The run's commit goes into the
-provenance's ``row_commits`` and its wall time into ``wall_seconds_one_core``, and the
+provenance's ``row_commits``, its wall time into ``wall_seconds_one_core`` (and, given
+``--cpu-seconds``, its CPU time into ``cpu_seconds_one_core``), and the
 description's list of what is covered (and what is not) is rebuilt from the table. Without
 ``--freeze`` it only prints what it would add.
 """
@@ -86,19 +87,26 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("runs", nargs="+", help="output folders of minitorch-proto reproduce --budget common")
     p.add_argument("--commit", required=True, help="the commit of the code that made the runs")
+    p.add_argument("--cpu-seconds", type=float, nargs="+", default=None,
+                   help="each run's CPU seconds (user + sys, e.g. from /usr/bin/time), recorded beside the wall time: "
+                        "the honest cost when a run shared its core")
     p.add_argument("--freeze", action="store_true", help="write the table (default: only print what changes)")
     args = p.parse_args(argv)
     if not re.fullmatch(r"[0-9a-f]{7,40}", args.commit):
         p.error(f"--commit must be a plain git commit hash, got {args.commit!r}")
+    if args.cpu_seconds is not None and len(args.cpu_seconds) != len(args.runs):
+        p.error(f"--cpu-seconds needs one value per run ({len(args.runs)}), got {len(args.cpu_seconds)}")
     old = load_frozen(NAME)
     meta = provenance(NAME)
     columns = list(old.columns)
-    parts, walls, added = [old], {}, []
+    parts, walls, cpus, added = [old], {}, {}, []
     try:
-        for folder in args.runs:
+        for r, folder in enumerate(args.runs):
             rows, run_walls = _read_run(Path(folder), columns)
             parts.append(rows)
             walls.update(run_walls)
+            if args.cpu_seconds is not None:
+                cpus.update({k: round(args.cpu_seconds[r] / len(run_walls), 1) for k in run_walls})
             added += sorted({f"{m} {d}" for m, d in zip(rows.method, rows.dataset, strict=True)})
     except ValueError as err:
         p.error(str(err))
@@ -111,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     extra = {k: v for k, v in meta.items()
              if k not in ("command", "commit", "date", "description", "columns", "row_commits")}
     extra["wall_seconds_one_core"] = {**meta.get("wall_seconds_one_core", {}), **walls}
+    if cpus:
+        extra["cpu_seconds_one_core"] = {**meta.get("cpu_seconds_one_core", {}), **cpus}
     print(f"adding {len(table) - len(old)} rows: {'; '.join(added)} (code {args.commit})")
     description = describe(table)
     print(description)

@@ -54,13 +54,14 @@ def _run(tmp_path, method="attention", label=LABEL, dataset="tiger", n=50, name=
 def test_appends_the_final_rows_with_their_commit_and_wall_time(script, tmp_path, capsys):
     before = frozen.load_frozen(NAME)
     label = LABEL
-    assert script.main([str(_run(tmp_path)), "--commit", "abc1234", "--freeze"]) == 0
+    assert script.main([str(_run(tmp_path)), "--commit", "abc1234", "--cpu-seconds", "99.94", "--freeze"]) == 0
     after = frozen.load_frozen(NAME)
     assert len(after) == len(before) + 50  # the inner row is not a result
     pd.testing.assert_frame_equal(after.iloc[: len(before)], before)  # earlier rows untouched, in order
     meta = frozen.provenance(NAME)
     assert meta["row_commits"][f"{label} tiger"] == "abc1234"
     assert meta["wall_seconds_one_core"]["attention tiger"] == 123.5
+    assert meta["cpu_seconds_one_core"] == {"attention tiger": 99.9}
     assert meta["commit"] == "1234567"  # the table's first code; row_commits names each row's
     assert meta["row_commits"][f"{label} musk1"] == "1234567"
     covered, missing = meta["description"].split("Covered: ")[1].rstrip(".").split(". Not covered: ")
@@ -80,6 +81,7 @@ def test_without_freeze_nothing_is_written(script, tmp_path):
     ("defaults", "no common-budget rows"),
     ("empty", "no results.csv"),
     ("commit", "plain git commit hash"),
+    ("cpu", "one value per run"),
 ])
 def test_bad_input_exits_2_and_writes_nothing(script, tmp_path, capsys, case, message):
     files = {s: (tmp_path / "frozen" / f"{NAME}{s}").read_bytes() for s in (".csv", ".json")}
@@ -93,10 +95,13 @@ def test_bad_input_exits_2_and_writes_nothing(script, tmp_path, capsys, case, me
     elif case == "empty":
         run = tmp_path / "nothing"
         run.mkdir()
-    else:
+    elif case == "commit":
         run, commit = _run(tmp_path), "HEAD~1"
+    else:
+        run = _run(tmp_path)
+    extra = ["--cpu-seconds", "1", "2"] if case == "cpu" else []
     with pytest.raises(SystemExit) as err:
-        script.main([str(run), "--commit", commit, "--freeze"])
+        script.main([str(run), "--commit", commit, *extra, "--freeze"])
     assert err.value.code == 2
     assert message in capsys.readouterr().err
     assert {s: (tmp_path / "frozen" / f"{NAME}{s}").read_bytes() for s in files} == files
