@@ -6,11 +6,12 @@ of one core per (method, data set) with the compiled backend. So the table is bu
 (method, data set) at a time, each run on one core::
 
     minitorch-proto reproduce --methods attention --datasets tiger --budget common --out runs/attention_tiger
-    python benchmarks/freeze_common_budget.py runs/attention_tiger --commit <commit of the code that ran> --freeze
+    python benchmarks/freeze_common_budget.py runs/attention_tiger --freeze
 
 Each run's final rows are appended to the table; a (method, data set) that the table already
 holds is refused, so nothing is replaced by accident. The run's commit goes into the
-provenance's ``row_commits``, its wall time into ``wall_seconds_one_core`` (and, given
+provenance's ``row_commits`` (read from the run's ``run.json``; ``--commit`` names it
+for runs made before ``reproduce`` wrote that file), its wall time into ``wall_seconds_one_core`` (and, given
 ``--cpu-seconds``, its CPU time into ``cpu_seconds_one_core``), and the
 description's list of what is covered (and what is not) is rebuilt from the table. Without
 ``--freeze`` it only prints what it would add.
@@ -32,15 +33,22 @@ from minitorch_proto.evaluation.frozen import frozen_dir, load_frozen, provenanc
 NAME = "baseline_common_budget"
 COMMAND = ("minitorch-proto reproduce --methods <method> --datasets <data set> --budget common --out <folder>, "
            "one run per (method, data set) on one core, then python benchmarks/freeze_common_budget.py <folder> "
-           "--commit <commit> --freeze")
+           "--freeze")
 _KEYS = ["dataset", "method", "repeat", "fold"]
 
 
-def _read_run(folder: Path, columns: list[str]) -> tuple[pd.DataFrame, dict[str, float]]:
-    """A run's final per-fold rows and its wall seconds per ``"<method> <data set>"``."""
+def _read_run(folder: Path, columns: list[str], commit: str | None) -> tuple[pd.DataFrame, dict[str, float], str]:
+    """A run's final per-fold rows, its wall seconds per ``"<method> <data set>"`` and its code's commit."""
     results, timings = folder / "results.csv", folder / "timings.csv"
     if not results.is_file() or not timings.is_file():
         raise ValueError(f"{folder} holds no results.csv and timings.csv of a reproduce run")
+    if commit is None:
+        record = folder / "run.json"
+        if not record.is_file():
+            raise ValueError(f"{folder} has no run.json naming its code; give --commit")
+        commit = str(json.loads(record.read_text()).get("commit"))
+    if not re.fullmatch(r"[0-9a-f]{7,40}", commit):
+        raise ValueError(f"{folder}: the code version must be a plain git commit hash (committed code), got {commit!r}")
     rows = pd.read_csv(results)
     missing = [c for c in columns if c not in rows.columns]
     if missing:
@@ -56,7 +64,7 @@ def _read_run(folder: Path, columns: list[str]) -> tuple[pd.DataFrame, dict[str,
     for _, t in pd.read_csv(timings).iterrows():
         for dataset in str(t.datasets).split():
             walls[f"{t.method} {dataset}"] = round(float(t.wall_seconds) / len(str(t.datasets).split()), 1)
-    return rows, walls
+    return rows, walls, commit
 
 
 def _coverage(table: pd.DataFrame) -> tuple[str, str]:
@@ -86,28 +94,28 @@ def describe(table: pd.DataFrame) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("runs", nargs="+", help="output folders of minitorch-proto reproduce --budget common")
-    p.add_argument("--commit", required=True, help="the commit of the code that made the runs")
+    p.add_argument("--commit", default=None,
+                   help="the commit of the code that made the runs (default: each run's run.json)")
     p.add_argument("--cpu-seconds", type=float, nargs="+", default=None,
                    help="each run's CPU seconds (user + sys, e.g. from /usr/bin/time), recorded beside the wall time: "
                         "the honest cost when a run shared its core")
     p.add_argument("--freeze", action="store_true", help="write the table (default: only print what changes)")
     args = p.parse_args(argv)
-    if not re.fullmatch(r"[0-9a-f]{7,40}", args.commit):
-        p.error(f"--commit must be a plain git commit hash, got {args.commit!r}")
     if args.cpu_seconds is not None and len(args.cpu_seconds) != len(args.runs):
         p.error(f"--cpu-seconds needs one value per run ({len(args.runs)}), got {len(args.cpu_seconds)}")
     old = load_frozen(NAME)
     meta = provenance(NAME)
     columns = list(old.columns)
-    parts, walls, cpus, added = [old], {}, {}, []
+    parts, walls, cpus, commits = [old], {}, {}, {}
     try:
         for r, folder in enumerate(args.runs):
-            rows, run_walls = _read_run(Path(folder), columns)
+            rows, run_walls, commit = _read_run(Path(folder), columns, args.commit)
             parts.append(rows)
             walls.update(run_walls)
             if args.cpu_seconds is not None:
                 cpus.update({k: round(args.cpu_seconds[r] / len(run_walls), 1) for k in run_walls})
-            added += sorted({f"{m} {d}" for m, d in zip(rows.method, rows.dataset, strict=True)})
+            commits.update(dict.fromkeys(sorted({f"{m} {d}" for m, d in zip(rows.method, rows.dataset, strict=True)}),
+                                         commit))
     except ValueError as err:
         p.error(str(err))
     table = pd.concat(parts, ignore_index=True)
@@ -115,13 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     if not clash.empty:
         pairs = ", ".join(f"{m} on {d}" for m, d in clash.itertuples(index=False))
         p.error(f"already in {NAME} (refusing to replace): {pairs}")
-    row_commits = {**meta.get("row_commits", {}), **dict.fromkeys(added, args.commit)}
+    row_commits = {**meta.get("row_commits", {}), **commits}
     extra = {k: v for k, v in meta.items()
              if k not in ("command", "commit", "date", "description", "columns", "row_commits")}
     extra["wall_seconds_one_core"] = {**meta.get("wall_seconds_one_core", {}), **walls}
     if cpus:
         extra["cpu_seconds_one_core"] = {**meta.get("cpu_seconds_one_core", {}), **cpus}
-    print(f"adding {len(table) - len(old)} rows: {'; '.join(added)} (code {args.commit})")
+    print(f"adding {len(table) - len(old)} rows: " + "; ".join(f"{k} (code {c})" for k, c in commits.items()))
     description = describe(table)
     print(description)
     if args.freeze:
@@ -129,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         path = write_frozen(table, NAME, command=COMMAND, description=description, commit=meta["commit"],
                             row_commits=row_commits, **extra)
         print(f"froze {path.name} into {frozen_dir()}: {len(table)} rows")
-    print(json.dumps({"added": added, "rows": len(table), "commit": args.commit}))
+    print(json.dumps({"added": commits, "rows": len(table)}))
     return 0
 
 

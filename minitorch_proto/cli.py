@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import sys
@@ -272,6 +273,7 @@ def cmd_reproduce(args) -> int:
         # For reproduce, --compat official adds the published code's rows beside the paper's.
         methods.append(PROTOTYPE_COMPAT)
     out = check_output_path(args.out, "dir")
+    started = time.perf_counter()
     data = _load_benchmarks(args, args.datasets)
     folds = {name: stratified_folds(d.y, args.repeats, args.folds, random_state=args.seed) for name, d in data.items()}
     frames, timings, files = [], [], {}
@@ -355,13 +357,29 @@ def cmd_reproduce(args) -> int:
                     + ranks.round(2).to_string())
     report = "\n\n".join(text) + "\n"
     files["table2.txt"] = report
+    files["run.json"] = _run_record(args, methods, list(data), time.perf_counter() - started)
     # All files or none: a crash while writing leaves the previous run's files as they were.
     with staged_directory(out) as stage:
         for name, content in files.items():
             (stage / name).write_text(content)
     print(report)
-    print(f"wrote {out / 'results.csv'}, summary.csv, timings.csv, table2.txt")
+    print(f"wrote {out / 'results.csv'}, summary.csv, timings.csv, table2.txt, run.json")
     return 0
+
+
+def _run_record(args, methods: list[str], datasets: list[str], wall: float) -> str:
+    """``run.json``: what made a results folder (settings, code version, machine), so it can be frozen later."""
+    import torch
+
+    from .evaluation.frozen import code_version
+
+    settings = {k: v for k, v in vars(args).items()
+                if k not in ("func", "command") and isinstance(v, (str, int, float, bool, type(None)))}
+    record = {"command": "reproduce", "methods": methods, "datasets": datasets, "settings": settings,
+              "commit": code_version(), "package_version": __version__, "torch": torch.__version__,
+              "cpu_count": os.cpu_count(), "wall_seconds": round(wall, 1),
+              "date": time.strftime("%Y-%m-%d", time.gmtime())}
+    return json.dumps(record, indent=2) + "\n"
 
 
 def _parse_methods(spec: str) -> list[str]:

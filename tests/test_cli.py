@@ -1,7 +1,9 @@
 """The command-line interface, run as a user would (a real subprocess for the entry point)."""
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -209,7 +211,10 @@ def test_reproduce_writes_all_files_or_none(tmp_path, monkeypatch):
             "--quiet", "--device", "cpu"]
     assert main(argv) == 0
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    assert {"results.csv", "summary.csv", "timings.csv", "table2.txt"} <= set(before)
+    assert {"results.csv", "summary.csv", "timings.csv", "table2.txt", "run.json"} <= set(before)
+    record = json.loads(before["run.json"])
+    assert re.fullmatch(r"[0-9a-f]{7,40}(\+dirty)?", record["commit"]), record["commit"]
+    assert record["datasets"] == ["toy"] and record["settings"]["folds"] == 2 and record["settings"]["seed"] == 0
     (out / "notes.txt").write_text("the user's own file")
 
     # A crash while the third result file is written: nothing of the new run may appear.

@@ -3,6 +3,7 @@ with each run's commit and wall time, and refuses what would replace or corrupt 
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -39,10 +40,12 @@ def script(tmp_path, monkeypatch):
     return module
 
 
-def _run(tmp_path, method="attention", label=LABEL, dataset="tiger", n=50, name="run"):
-    """A fake reproduce output folder: ``n`` final rows and one inner row, plus timings."""
+def _run(tmp_path, method="attention", label=LABEL, dataset="tiger", n=50, name="run", commit=None):
+    """A fake reproduce output folder: ``n`` final rows and one inner row, timings and (given ``commit``) run.json."""
     out = tmp_path / name
     out.mkdir()
+    if commit is not None:
+        (out / "run.json").write_text(json.dumps({"command": "reproduce", "commit": commit}))
     rows = _rows(label, dataset, n)
     rows.append(rows[0] | {"evaluation": "inner"})
     pd.DataFrame(rows).to_csv(out / "results.csv", index=False)
@@ -69,6 +72,13 @@ def test_appends_the_final_rows_with_their_commit_and_wall_time(script, tmp_path
     assert missing.split("; ") == [f"{label}: musk2, fox, elephant"]
 
 
+def test_the_commit_comes_from_the_runs_own_record(script, tmp_path):
+    runs = [_run(tmp_path, commit="fedcba9"), _run(tmp_path, dataset="fox", name="run2", commit="7654321")]
+    assert script.main([*map(str, runs), "--freeze"]) == 0
+    commits = frozen.provenance(NAME)["row_commits"]
+    assert commits[f"{LABEL} tiger"] == "fedcba9" and commits[f"{LABEL} fox"] == "7654321"
+
+
 def test_without_freeze_nothing_is_written(script, tmp_path):
     before = (tmp_path / "frozen" / f"{NAME}.csv").read_bytes()
     assert script.main([str(_run(tmp_path)), "--commit", "abc1234"]) == 0
@@ -81,6 +91,8 @@ def test_without_freeze_nothing_is_written(script, tmp_path):
     ("defaults", "no common-budget rows"),
     ("empty", "no results.csv"),
     ("commit", "plain git commit hash"),
+    ("dirty", "plain git commit hash"),
+    ("unrecorded", "no run.json"),
     ("cpu", "one value per run"),
 ])
 def test_bad_input_exits_2_and_writes_nothing(script, tmp_path, capsys, case, message):
@@ -97,11 +109,15 @@ def test_bad_input_exits_2_and_writes_nothing(script, tmp_path, capsys, case, me
         run.mkdir()
     elif case == "commit":
         run, commit = _run(tmp_path), "HEAD~1"
+    elif case == "dirty":
+        run, commit = _run(tmp_path, commit="abc1234+dirty"), None
+    elif case == "unrecorded":
+        run, commit = _run(tmp_path), None
     else:
         run = _run(tmp_path)
     extra = ["--cpu-seconds", "1", "2"] if case == "cpu" else []
     with pytest.raises(SystemExit) as err:
-        script.main([str(run), "--commit", commit, *extra, "--freeze"])
+        script.main([str(run), *(["--commit", commit] if commit else []), *extra, "--freeze"])
     assert err.value.code == 2
     assert message in capsys.readouterr().err
     assert {s: (tmp_path / "frozen" / f"{NAME}{s}").read_bytes() for s in files} == files
