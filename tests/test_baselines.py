@@ -342,6 +342,26 @@ def test_misvm_imputed_labels_respect_mil_constraints(fitted, problem):
     np.testing.assert_allclose(est.decision_function(problem["test"]), [f.max() for f in inst])
 
 
+def test_misvm_rbf_scoring_agrees_with_libsvm(fitted, problem, monkeypatch):
+    """The BLAS form of the RBF decision values equals libsvm's, in every row chunk."""
+    import minitorch_proto.baselines.misvm as misvm_module
+
+    svc = fitted["mi_svm"].svc_
+    X = np.vstack(problem["test"])
+    reference = svc.decision_function(X)
+    np.testing.assert_allclose(misvm_module.svc_decision(svc, X), reference, rtol=0, atol=1e-10)
+    monkeypatch.setattr(misvm_module, "_ROWS", 7)  # chunks that do not divide the row count
+    np.testing.assert_allclose(misvm_module.svc_decision(svc, X), reference, rtol=0, atol=1e-10)
+    # The relabelling loop with libsvm's own scoring takes the same path to the same SVM.
+    monkeypatch.setattr(misvm_module, "svc_decision", lambda s, Z: s.decision_function(Z))
+    slow = MISVM(random_state=0).fit(problem["train"], problem["y_train"])
+    fast = fitted["mi_svm"]
+    assert slow.n_iter_ == fast.n_iter_
+    np.testing.assert_array_equal(slow.instance_labels_, fast.instance_labels_)
+    np.testing.assert_allclose(slow.decision_function(problem["test"]), fast.decision_function(problem["test"]),
+                               rtol=0, atol=1e-10)
+
+
 def test_misvm_instance_cap_keeps_positive_bags(problem):
     total = sum(len(b) for b in problem["train"])
     n_pos = sum(len(b) for b, y in zip(problem["train"], problem["y_train"]) if y == 1)

@@ -47,6 +47,37 @@ from ._base import (
 __all__ = ["MISVM"]
 
 DEFAULT_MISVM_GRID = {"C": [1.0, 10.0, 100.0], "gamma_scale": [0.5, 1.0, 2.0]}
+#: Rows of instances scored at once by :func:`svc_decision` (bounds its kernel block to
+#: ``_ROWS x n_support_vectors`` doubles).
+_ROWS = 4096
+
+
+def svc_decision(svc: SVC, X: np.ndarray) -> np.ndarray:
+    """``svc.decision_function(X)`` of a fitted binary SVC, the RBF kernel as matrix products.
+
+    libsvm scores one (instance, support vector) pair at a time, about 1 GFLOP/s; mi-SVM
+    rescoring every training instance after every SVM made that 60 % of its fit. Written as
+    ``exp(-gamma (|x|^2 + |s|^2 - 2 x.s))`` the kernel is one BLAS product, and the result
+    agrees with libsvm's to rounding (about 1e-13). Other kernels go to libsvm.
+    """
+    if svc.kernel != "rbf" or len(svc.classes_) != 2:
+        return svc.decision_function(X)
+    X = np.asarray(X, dtype=np.float64)
+    sv = svc.support_vectors_
+    sv_sq = np.einsum("ij,ij->i", sv, sv)
+    coef, intercept = svc.dual_coef_[0], float(svc.intercept_[0])
+    out = np.empty(X.shape[0])
+    for lo in range(0, X.shape[0], _ROWS):
+        x = X[lo : lo + _ROWS]
+        d2 = x @ sv.T
+        d2 *= -2.0
+        d2 += np.einsum("ij,ij->i", x, x)[:, None]
+        d2 += sv_sq[None, :]
+        np.maximum(d2, 0.0, out=d2)  # rounding can make a tiny squared distance negative
+        d2 *= -float(svc.gamma)
+        np.exp(d2, out=d2)
+        out[lo : lo + _ROWS] = d2 @ coef + intercept
+    return out
 
 
 class MISVM(BaseMILClassifier):
@@ -190,7 +221,7 @@ class MISVM(BaseMILClassifier):
             )
             svc.fit(X, labels)
             trained_labels = labels
-            f = svc.decision_function(X)
+            f = svc_decision(svc, X)
             new = labels.copy()
             new[in_pos] = np.where(f[in_pos] > 0, 1, -1)
             for b in pos_bags:
@@ -211,11 +242,11 @@ class MISVM(BaseMILClassifier):
         """SVM decision value of every instance, one array per bag."""
         bags = self._validate_predict_data(bags)
         X, offsets = stack_bags(bags)
-        f = self.svc_.decision_function(X)
+        f = svc_decision(self.svc_, X)
         return [f[offsets[i] : offsets[i + 1]] for i in range(len(bags))]
 
     def decision_function(self, bags) -> np.ndarray:
         """Bag score: the maximum instance decision value, shape (n_bags,)."""
         bags = self._validate_predict_data(bags)
         X, offsets = stack_bags(bags)
-        return segment_max_numpy(self.svc_.decision_function(X), offsets).astype(np.float64)
+        return segment_max_numpy(svc_decision(self.svc_, X), offsets).astype(np.float64)
