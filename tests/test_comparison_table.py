@@ -85,3 +85,29 @@ def test_common_budget_gains():
     assert gains.loc["attention MIL", "Fox"] == pytest.approx(0.1)
     assert len(gains) == 2
     assert common_budget_gains(_results({("miles", "fox"): [[0.5]]})).empty
+
+
+def test_tuned_ensemble_rows_join_the_table_on_the_same_folds():
+    from minitorch_proto.cli import PROTOTYPE_BEST
+    from minitorch_proto.evaluation.frozen import load_frozen
+    from minitorch_proto.evaluation.ladder import NESTED_STEP, TUNED_ENSEMBLE, tuned_ensemble_rows
+
+    assert TUNED_ENSEMBLE == PROTOTYPE_BEST  # the label `reproduce --methods prototype-best` writes
+    ladder = _results({("paper", "musk1"): [[0.5, 0.5]], (NESTED_STEP, "musk1"): [[0.9, 0.9], [0.7, 0.7]],
+                       (NESTED_STEP, "fox"): [[0.6, 0.6], [0.6, 0.6]], ("+ ensemble", "fox"): [[1.0, 1.0]]})
+    rows = tuned_ensemble_rows(ladder)
+    assert set(rows.method) == {TUNED_ENSEMBLE} and len(rows) == 8   # fixed rungs left out
+    table = comparison_table(pd.concat([rows, _results({("prototype", "musk1"): [[0.5, 0.5]],
+                                                        ("prototype", "fox"): [[0.5, 0.5]]})]))
+    name = "prototype model (nested search, 5-seed ensemble)"
+    assert table.loc[name, "Musk1"] == "0.800 ± 0.100" and table.loc[name, "average rank"] == 1.0
+    assert "5-seed ensemble" in table.loc[name, "budget"] and "nested" in table.loc[name, "budget"]
+    with pytest.raises(ValueError, match="nested"):
+        tuned_ensemble_rows(ladder[ladder.method != NESTED_STEP])
+    # The frozen nested rung was cross-validated on measured_results' 50 folds of every data set.
+    keys = ["dataset", "repeat", "fold", "seed", "n_train", "n_test"]
+    nested = tuned_ensemble_rows(load_frozen("ladder_results"))[keys].sort_values(keys)
+    measured = load_frozen("measured_results")
+    paper = measured[(measured.method == "prototype") & (measured.evaluation == "final")][keys].sort_values(keys)
+    assert len(nested) == 250
+    np.testing.assert_array_equal(nested.to_numpy(), paper.to_numpy())

@@ -26,7 +26,7 @@ from ..training.batched import train_batched
 from .cv import RESULT_COLUMNS, Fold, _fold_row
 from .metrics import scores_from_proba
 
-__all__ = ["LADDER_STEPS", "NESTED_STEP", "ladder_configs", "cross_validate_ensemble", "run_ladder",
+__all__ = ["LADDER_STEPS", "NESTED_STEP", "TUNED_ENSEMBLE", "tuned_ensemble_rows", "ladder_configs", "cross_validate_ensemble", "run_ladder",
            "ladder_table", "ladder_verdict", "best_baseline_comparison", "comparison_verdict"]
 
 #: (name, what changes) of each fixed rung, in order; each keeps everything above it.
@@ -41,6 +41,27 @@ LADDER_STEPS: tuple[tuple[str, str], ...] = (
 )
 #: The last rung's name: the whole nested search (tuning.py), refitted as a 5-seed ensemble.
 NESTED_STEP = "+ nested tuning"
+#: The same models as a method of their own, as ``minitorch-proto reproduce --methods prototype-best``
+#: labels them: the prototype model with its largest honest budget.
+TUNED_ENSEMBLE = "prototype (tuned ensemble)"
+
+
+def tuned_ensemble_rows(results: pd.DataFrame) -> pd.DataFrame:
+    """The nested rung's per-fold rows of a ladder run, relabelled :data:`TUNED_ENSEMBLE`.
+
+    So the prototype model's largest honest budget (every setting chosen on inner folds, then a
+    seed ensemble) can stand in a comparison table beside the baselines' budgets; the fixed
+    rungs stay out, since their settings were not chosen blind.
+
+    Raises
+    ------
+    ValueError
+        When ``results`` holds no nested rung.
+    """
+    rows = results[results["method"] == NESTED_STEP]
+    if rows.empty:
+        raise ValueError(f"the ladder results hold no {NESTED_STEP!r} rung (run it without --no-nested).")
+    return rows.assign(method=TUNED_ENSEMBLE).reset_index(drop=True)
 
 
 def ladder_configs(dataset: str) -> list[tuple[str, PrototypeMILConfig, TrainConfig, int]]:
