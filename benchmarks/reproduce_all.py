@@ -12,6 +12,10 @@ core count and each method's wall time. ``--from <folder>`` reuses a finished ``
 instead of running it again (``--commit`` then names the code that made it). The last line is a
 JSON object.
 
+Beside them it prints the wall time of the same method in the run that made the table being
+replaced (``previous_s``, from its provenance file's ``wall_seconds``) and the speed-up since
+(``previous / now``), so a change to any method's code shows in the next regeneration.
+
 The one-at-a-time reference of a baseline is the sum of ``fit_seconds`` over the previous
 table's folds (wave 1 trained every baseline fold alone, on one core); once that table has been
 replaced, the reference is carried over from its provenance file (``one_at_a_time_seconds``), so
@@ -46,6 +50,13 @@ def _previous_reference() -> dict[str, float]:
     return {m: float(g.fit_seconds.sum()) for m, g in old.groupby("method") if not m.startswith("prototype")}
 
 
+def _previous_walls() -> tuple[dict[str, float], str | None]:
+    """Per-method wall seconds of the run that made the current table, and that run's commit."""
+    meta_path = Path(str(frozen_dir())) / "measured_results.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
+    return {k: float(v) for k, v in meta.get("wall_seconds", {}).items()}, meta.get("commit")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="results_all", help="reproduce's output folder (default: results_all/)")
@@ -57,6 +68,7 @@ def main(argv=None) -> int:
     if args.commit and not args.from_dir:
         p.error("--commit goes with --from (a run made here records its own commit)")
     reference = _previous_reference()
+    previous, previous_commit = _previous_walls()
     if args.from_dir:
         out, commit = Path(args.from_dir), args.commit or "unknown"
         if not (out / "results.csv").exists() or not (out / "timings.csv").exists():
@@ -74,15 +86,18 @@ def main(argv=None) -> int:
     timings = pd.read_csv(out / "timings.csv")
     rows = []
     for _, t in timings.iterrows():
-        before = reference.get(t.method)
+        before, last = reference.get(t.method), previous.get(t.method)
         rows.append({"method": t.method, "wall_s": round(float(t.wall_seconds), 1),
                      "one_at_a_time_s": None if before is None else round(before, 1),
-                     "ratio": None if before is None else round(before / float(t.wall_seconds), 1)})
+                     "ratio": None if before is None else round(before / float(t.wall_seconds), 1),
+                     "previous_s": None if last is None else round(last, 1),
+                     "previous / now": None if last is None else round(last / float(t.wall_seconds), 2)})
     table = pd.DataFrame(rows)
     print(table.to_string(index=False))
     wall = float(timings.wall_seconds.sum())
     print(f"all methods: {wall / 60:.1f} min of wall time on {os.cpu_count()} cores (one-at-a-time reference: "
-          f"{sum(reference.values()) / 60:.0f} min, one core)")
+          f"{sum(reference.values()) / 60:.0f} min, one core"
+          + (f"; previous run, at {previous_commit}: {sum(previous.values()) / 60:.1f} min)" if previous else ")"))
     if args.freeze:
         path = write_frozen(
             results, "measured_results", command=COMMAND,
