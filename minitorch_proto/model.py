@@ -22,8 +22,10 @@ Changing the model or the objective? Three engines compute it and must agree:
   ``training/sequential.py`` and, with autograd, by the tensor engine ``training/tensor.py``,
   whose hand-written min-Euclidean backward ``_MinEuclidean`` must follow);
 * ``training/compiled.py``: the numba engine's forward (``_forward``), its hand-written
-  gradients (``_bag_gradients``, ``_add_distance_grad``, ``_penalties``) and its option
-  codes (derived from ``DISTANCES`` and ``POOLINGS``: a new name fails at import);
+  gradients (``_bag_gradients``, ``_penalties``) and its option codes (derived from
+  ``DISTANCES`` and ``POOLINGS``: a new name fails at import); a new distance also needs its
+  compiled formula and gradient in ``training/compiled_distances.py`` (``_distances``,
+  ``_add_distance_grad``);
 * ``tests/test_training.py``: add the new option to ``MODEL_OPTIONS``/``TRAIN_OPTIONS``
   (a test fails until you do); every engine is then checked against the reference on a
   seeded sample of the whole option space.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..training.compiled import AVAILABLE, _dots
+from ..training.compiled_distances import AVAILABLE, _dots
 from .minet import _EPS
 
 if AVAILABLE:
