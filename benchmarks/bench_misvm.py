@@ -1,12 +1,19 @@
-"""mi-SVM: instance scoring by libsvm against the BLAS form, on the same folds, one core.
+"""mi-SVM: libsvm's own kernel against BLAS scoring and the kernel matrix, on the same folds, one core.
 
-mi-SVM rescores every training instance after each SVM of its relabelling loop. libsvm
-evaluates the RBF kernel one (instance, support vector) pair at a time;
-``minitorch_proto.baselines.misvm.svc_decision`` writes it as one matrix product per block of
-rows. For each data set this fits ``MISVM()`` (the defaults of ``reproduce``) on the first
+mi-SVM trains an SVM, rescores every training instance, relabels and repeats. Three ways of
+doing the kernel work, each fitting ``MISVM()`` (the defaults of ``reproduce``) on the first
 ``--folds`` training folds of the 5 x 10 protocol (feature standardisation fitted on each
-training fold) both ways, checks that both took the same relabelling path (iterations and
-final instance labels) and prints the seconds and their ratio. BLAS is held to one thread,
+training fold):
+
+* ``libsvm``: libsvm evaluates the RBF kernel one pair at a time, in training and scoring
+  (the code before issue 17's third round);
+* ``blas``: scoring as one matrix product per block of rows (``svc_decision``), libsvm still
+  computing kernel columns while it trains (what ``MISVM`` does above ``GRAM_MAX_INSTANCES``);
+* ``gram``: the kernel matrix computed once per fit and read by every SVM of the loop (the
+  default up to ``GRAM_MAX_INSTANCES`` training instances).
+
+The script checks that all three took the same relabelling path (iterations and final
+instance labels) and prints the seconds and ratios to ``libsvm``. BLAS is held to one thread,
 as in ``reproduce``'s worker processes. The last line is a JSON object.
 
 Usage::
@@ -30,16 +37,21 @@ from minitorch_proto.evaluation.cv import stratified_folds
 from minitorch_proto.preprocessing import BagStandardizer
 
 
-def _fit(train, y, libsvm_scoring: bool) -> tuple[MISVM, float]:
-    fast = misvm_module.svc_decision
-    if libsvm_scoring:
+WAYS = ("libsvm", "blas", "gram")
+
+
+def _fit(train, y, way: str) -> tuple[MISVM, float]:
+    saved = misvm_module.svc_decision, misvm_module.GRAM_MAX_INSTANCES
+    if way != "gram":
+        misvm_module.GRAM_MAX_INSTANCES = 0
+    if way == "libsvm":
         misvm_module.svc_decision = lambda svc, X: svc.decision_function(X)
     try:
         t0 = time.perf_counter()
         est = MISVM(random_state=0).fit(train, y)
         return est, time.perf_counter() - t0
     finally:
-        misvm_module.svc_decision = fast
+        misvm_module.svc_decision, misvm_module.GRAM_MAX_INSTANCES = saved
 
 
 def main() -> None:
@@ -53,20 +65,23 @@ def main() -> None:
     with threadpool_limits(1):
         for name in args.datasets:
             data = load_benchmark(name)
-            seconds = {"libsvm": 0.0, "blas": 0.0}
+            seconds = dict.fromkeys(WAYS, 0.0)
             for f in stratified_folds(data.y, 5, 10, random_state=0)[: args.folds]:
                 bags = [data.bags[i] for i in f.train]
                 train = BagStandardizer("feature").fit(bags).transform(bags)
-                slow, t_slow = _fit(train, data.y[f.train], libsvm_scoring=True)
-                fast, t_fast = _fit(train, data.y[f.train], libsvm_scoring=False)
-                if slow.n_iter_ != fast.n_iter_ or not np.array_equal(slow.instance_labels_, fast.instance_labels_):
-                    raise SystemExit(f"{name} fold {f.repeat}.{f.fold}: the two scorings took different paths")
-                seconds["libsvm"] += t_slow
-                seconds["blas"] += t_fast
-            ratio = seconds["libsvm"] / seconds["blas"]
-            out[name] = {k: round(v, 2) for k, v in seconds.items()} | {"ratio": round(ratio, 2)}
-            print(f"{name:9s} {args.folds} folds: libsvm scoring {seconds['libsvm']:7.2f} s, "
-                  f"BLAS scoring {seconds['blas']:7.2f} s, ratio {ratio:5.2f} (same relabelling path)")
+                fits = {}
+                for way in WAYS:
+                    fits[way], t = _fit(train, data.y[f.train], way)
+                    seconds[way] += t
+                ref = fits["libsvm"]
+                for way in WAYS[1:]:
+                    est = fits[way]
+                    if est.n_iter_ != ref.n_iter_ or not np.array_equal(est.instance_labels_, ref.instance_labels_):
+                        raise SystemExit(f"{name} fold {f.repeat}.{f.fold}: {way} took another relabelling path")
+            ratios = {f"libsvm / {w}": round(seconds["libsvm"] / seconds[w], 2) for w in WAYS[1:]}
+            out[name] = {k: round(v, 2) for k, v in seconds.items()} | ratios
+            print(f"{name:9s} {args.folds} folds: " + ", ".join(f"{w} {seconds[w]:6.2f} s" for w in WAYS)
+                  + "; " + ", ".join(f"{k} {v:5.2f}" for k, v in ratios.items()) + " (same relabelling path)")
     print(json.dumps({"folds": args.folds, "datasets": out}))
 
 

@@ -6,6 +6,7 @@ import pytest
 import torch
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
+from sklearn.svm import SVC
 
 from minitorch_proto.baselines import (
     BASELINES,
@@ -346,20 +347,37 @@ def test_misvm_rbf_scoring_agrees_with_libsvm(fitted, problem, monkeypatch):
     """The BLAS form of the RBF decision values equals libsvm's, in every row chunk."""
     import minitorch_proto.baselines.misvm as misvm_module
 
-    svc = fitted["mi_svm"].svc_
-    X = np.vstack(problem["test"])
-    reference = svc.decision_function(X)
-    np.testing.assert_allclose(misvm_module.svc_decision(svc, X), reference, rtol=0, atol=1e-10)
+    est = fitted["mi_svm"]
+    X = np.vstack(problem["train"])
+    svc = SVC(C=est.C_, gamma=est.gamma_, class_weight=est.class_weight).fit(X, est.instance_labels_)  # libsvm computes its own kernel
+    Z = np.vstack(problem["test"])
+    reference = svc.decision_function(Z)
+    np.testing.assert_allclose(misvm_module.svc_decision(svc, Z), reference, rtol=0, atol=1e-10)
     monkeypatch.setattr(misvm_module, "_ROWS", 7)  # chunks that do not divide the row count
-    np.testing.assert_allclose(misvm_module.svc_decision(svc, X), reference, rtol=0, atol=1e-10)
-    # The relabelling loop with libsvm's own scoring takes the same path to the same SVM.
+    np.testing.assert_allclose(misvm_module.svc_decision(svc, Z), reference, rtol=0, atol=1e-10)
+    # mi-SVM's last SVM (fitted on the kernel matrix) is that SVM, support vectors included.
+    assert est.svc_.kernel == "precomputed"
+    np.testing.assert_array_equal(est.svc_.support_, svc.support_)
+    np.testing.assert_allclose(est.decision_function(problem["test"]),
+                               [f.max() for f in np.split(reference, np.cumsum([len(b) for b in problem["test"]])[:-1])],
+                               rtol=0, atol=1e-8)
+
+
+def test_misvm_kernel_matrix_path_matches_libsvm_kernels(fitted, problem, monkeypatch):
+    """With the kernel matrix or with libsvm's own kernel and scoring, the relabelling loop takes
+    the same path to the same SVM (the large-data path is the small-data one, without the matrix)."""
+    import minitorch_proto.baselines.misvm as misvm_module
+
+    monkeypatch.setattr(misvm_module, "GRAM_MAX_INSTANCES", 0)
     monkeypatch.setattr(misvm_module, "svc_decision", lambda s, Z: s.decision_function(Z))
     slow = MISVM(random_state=0).fit(problem["train"], problem["y_train"])
     fast = fitted["mi_svm"]
+    assert slow.svc_.kernel == "rbf"
     assert slow.n_iter_ == fast.n_iter_
     np.testing.assert_array_equal(slow.instance_labels_, fast.instance_labels_)
+    np.testing.assert_allclose(slow.support_vectors_, fast.support_vectors_, rtol=0, atol=0)
     np.testing.assert_allclose(slow.decision_function(problem["test"]), fast.decision_function(problem["test"]),
-                               rtol=0, atol=1e-10)
+                               rtol=0, atol=1e-8)
 
 
 def test_misvm_instance_cap_keeps_positive_bags(problem):
