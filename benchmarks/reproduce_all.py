@@ -34,15 +34,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from minitorch_proto.evaluation.frozen import code_version, frozen_dir, load_frozen, write_frozen
+from minitorch_proto.evaluation.frozen import code_version, load_frozen, provenance, write_frozen
 
 COMMAND = "python benchmarks/reproduce_all.py --freeze"
 
 
-def _previous_reference() -> dict[str, float]:
+def _previous_reference(meta: dict) -> dict[str, float]:
     """Per-method one-at-a-time seconds (all five data sets, 50 folds) of the table being replaced."""
-    meta_path = Path(str(frozen_dir())) / "measured_results.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     if "one_at_a_time_seconds" in meta:
         return {k: float(v) for k, v in meta["one_at_a_time_seconds"].items()}
     old = load_frozen("measured_results")
@@ -50,10 +48,8 @@ def _previous_reference() -> dict[str, float]:
     return {m: float(g.fit_seconds.sum()) for m, g in old.groupby("method") if not m.startswith("prototype")}
 
 
-def _previous_walls() -> tuple[dict[str, float], str | None]:
+def _previous_walls(meta: dict) -> tuple[dict[str, float], str | None]:
     """Per-method wall seconds of the run that made the current table, and that run's commit."""
-    meta_path = Path(str(frozen_dir())) / "measured_results.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     return {k: float(v) for k, v in meta.get("wall_seconds", {}).items()}, meta.get("commit")
 
 
@@ -67,8 +63,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.commit and not args.from_dir:
         p.error("--commit goes with --from (a run made here records its own commit)")
-    reference = _previous_reference()
-    previous, previous_commit = _previous_walls()
+    meta = provenance("measured_results")
+    reference = _previous_reference(meta)
+    previous, previous_commit = _previous_walls(meta)
     if args.from_dir:
         out, commit = Path(args.from_dir), args.commit or "unknown"
         if not (out / "results.csv").exists() or not (out / "timings.csv").exists():

@@ -280,7 +280,7 @@ class MISVM(BaseMILClassifier):
         return segment_max_numpy(self._decision(X), offsets).astype(np.float64)
 
     def _decision(self, X: np.ndarray) -> np.ndarray:
-        if self.svc_.kernel != "precomputed":
-            return svc_decision(self.svc_, X)
         svc = self.svc_
+        if svc.kernel not in ("rbf", "precomputed"):  # "precomputed" is the RBF kernel matrix
+            return svc.decision_function(X)
         return rbf_decision(X, self.support_vectors_, svc.dual_coef_[0], float(svc.intercept_[0]), self.gamma_)

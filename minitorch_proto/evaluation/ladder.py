@@ -26,8 +26,9 @@ from ..training.batched import train_batched
 from .cv import RESULT_COLUMNS, Fold, _fold_row
 from .metrics import scores_from_proba
 
-__all__ = ["LADDER_STEPS", "NESTED_STEP", "TUNED_ENSEMBLE", "tuned_ensemble_rows", "ladder_configs", "cross_validate_ensemble", "run_ladder",
-           "ladder_table", "ladder_verdict", "best_baseline_comparison", "comparison_verdict"]
+__all__ = ["LADDER_STEPS", "NESTED_STEP", "TUNED_ENSEMBLE", "tuned_ensemble_rows", "ladder_configs",
+           "cross_validate_ensemble", "run_ladder", "ladder_table", "ladder_verdict", "best_baseline_comparison",
+           "comparison_verdict"]
 
 #: (name, what changes) of each fixed rung, in order; each keeps everything above it.
 LADDER_STEPS: tuple[tuple[str, str], ...] = (
