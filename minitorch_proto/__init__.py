@@ -6,6 +6,7 @@ Data flow, one way: ``data`` -> ``bags`` -> ``model`` -> ``training`` -> ``estim
 from .bags import BagBatch
 from .training import BatchedFit, train_batched
 from .evaluation.cv import (
+    cross_validate,
     cross_validate_estimator,
     cross_validate_prototype,
     split_file_folds,
@@ -33,6 +34,7 @@ __all__ = [
     "compat_config",
     "monotone_config",
     "compat_train_config",
+    "cross_validate",
     "cross_validate_estimator",
     "cross_validate_prototype",
     "from_dataframe",

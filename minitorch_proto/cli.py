@@ -31,14 +31,16 @@ EXIT_CODES_HELP = (
 )
 
 
-PROTOTYPE = "prototype"
-PROTOTYPE_COMPAT = "prototype (published code)"
-PROTOTYPE_TUNED = "prototype (rates tuned on inner CV)"
-PROTOTYPE_MONOTONE = "prototype (monotone)"
-# Every setting chosen by successive halving on inner splits (evaluation.tuning), refitted as a seed ensemble.
-PROTOTYPE_BEST = "prototype (tuned ensemble)"
-# Learning-rate multipliers of the Table 1 rates tried on inner splits of each training fold.
-TUNING_MULTIPLIERS = (1.0, 10.0, 100.0)
+from .methods import (
+    MONOTONE_MODEL,
+    MONOTONE_TRAIN,
+    PROTOTYPE,
+    PROTOTYPE_BEST,
+    PROTOTYPE_COMPAT,
+    PROTOTYPE_MONOTONE,
+    PROTOTYPE_TUNED,
+    TUNING_MULTIPLIERS,
+)
 
 
 def _add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
@@ -228,12 +230,6 @@ def _configs(args, dataset_name: str, compat: str | None = None):
     return replace(mconf, **m_over), replace(tconf, **t_over), standardization
 
 
-#: The monotone variant's settings where the command line gives none: those of the unit-test
-#: page (chosen on synthetic data, seeds 100-119, never on a benchmark; book/monotone.md).
-MONOTONE_MODEL = {"n_prototypes": 32, "lambda_p": 0.0, "lambda_d": 0.0}
-MONOTONE_TRAIN = {"epochs": 30, "lr_prototypes": 1e-2, "lr_classifier": 1e-2}
-
-
 def _monotone_configs(args, mconf, tconf):
     """Table 1's configs made monotone, with :data:`MONOTONE_MODEL`/``_TRAIN`` unless overridden."""
     from dataclasses import replace
@@ -242,7 +238,7 @@ def _monotone_configs(args, mconf, tconf):
 
     unset = lambda d: {k: v for k, v in d.items() if getattr(args, k.replace("n_", ""), None) is None}  # noqa: E731
     mconf = monotone_config(mconf, init="kmeans++", **unset(MONOTONE_MODEL))
-    return mconf, replace(tconf, batch_size=4, **unset(MONOTONE_TRAIN))
+    return mconf, replace(tconf, **unset(MONOTONE_TRAIN))
 
 
 def _estimator_from(args, dataset_name: str):
@@ -367,7 +363,7 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
-def _run_record(args, methods: list[str], datasets: list[str], wall: float) -> str:
+def _run_record(args, methods: list[str], datasets: list[str], wall: float, command: str = "reproduce") -> str:
     """``run.json``: what made a results folder (settings, code version, machine), so it can be frozen later."""
     import torch
 
@@ -375,7 +371,7 @@ def _run_record(args, methods: list[str], datasets: list[str], wall: float) -> s
 
     settings = {k: v for k, v in vars(args).items()
                 if k not in ("func", "command") and isinstance(v, (str, int, float, bool, type(None)))}
-    record = {"command": "reproduce", "methods": methods, "datasets": datasets, "settings": settings,
+    record = {"command": command, "methods": methods, "datasets": datasets, "settings": settings,
               "commit": code_version(), "package_version": __version__, "torch": torch.__version__,
               "cpu_count": os.cpu_count(), "wall_seconds": round(wall, 1),
               "date": time.strftime("%Y-%m-%d", time.gmtime())}
@@ -383,24 +379,43 @@ def _run_record(args, methods: list[str], datasets: list[str], wall: float) -> s
 
 
 def _parse_methods(spec: str) -> list[str]:
-    """``--methods`` as display names; an unknown name is a usage error (exit 2)."""
-    names = [s.strip() for s in spec.split(",") if s.strip()]
-    known = [PROTOTYPE, "prototype-compat", "prototype-tuned", "prototype-best", "prototype-monotone"]
-    try:
-        from .baselines import BASELINES
+    """``--methods`` as results labels (:mod:`minitorch_proto.methods`); an unknown key is a usage error."""
+    from .methods import resolve
 
-        known += list(BASELINES)
-    except ImportError:
-        BASELINES = {}
-    if names == ["all"]:
-        names = [PROTOTYPE, "prototype-compat", "prototype-tuned", *BASELINES]
-    resolved = []
-    for n in names:
-        if n not in known:
-            raise argparse.ArgumentTypeError(f"unknown method {n!r}; choose from {', '.join(known)} or 'all'")
-        resolved.append({"prototype-compat": PROTOTYPE_COMPAT, "prototype-tuned": PROTOTYPE_TUNED,
-                         "prototype-best": PROTOTYPE_BEST, "prototype-monotone": PROTOTYPE_MONOTONE}.get(n, n))
-    return resolved
+    try:
+        return [m.label for m in resolve(spec)]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cmd_compare(args) -> int:
+    from .evaluation.comparison import compare_methods, comparison_summary
+    from .evaluation.cv import stratified_folds
+    from .methods import make, resolve
+    from .plots import plot_comparison
+
+    methods = resolve(args.methods)
+    for m in methods:  # a method without an estimator is refused before any data is read
+        make(m.key, args.seed, budget=args.budget)
+    out = check_output_path(args.out, "dir")
+    started = time.perf_counter()
+    data, _ = _load(args)
+    folds = stratified_folds(data.y, args.repeats, args.folds, random_state=args.seed)
+    with _naming_bags(data.bag_ids):
+        results = compare_methods(methods, getattr(data, "bags", data), data.y, folds, dataset=data.name,
+                                  table1=args.dataset, budget=args.budget, random_state=args.seed,
+                                  n_jobs=os.cpu_count() or 1, progress=not args.quiet)
+    table = comparison_summary(results)
+    fig = plot_comparison(results)
+    with staged_directory(out) as stage:
+        (stage / "results.csv").write_text(results.to_csv(index=False))
+        (stage / "summary.csv").write_text(table.to_csv(index=False))
+        fig.savefig(stage / "comparison.png", dpi=120, bbox_inches="tight")
+        (stage / "run.json").write_text(_run_record(args, [m.key for m in methods], [data.name],
+                                                    time.perf_counter() - started, command="compare"))
+    print(table.to_string(index=False))
+    print(f"wrote {out / 'results.csv'}, summary.csv, comparison.png, run.json")
+    return 0
 
 
 def cmd_cv(args) -> int:
@@ -521,6 +536,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_args(p, single=False)
     _add_model_args(p)
     p.set_defaults(func=cmd_reproduce)
+
+    p = sub.add_parser("compare", help="registered methods side by side on the same folds of one data set "
+                       "(a benchmark, your CSV or a bag folder): one results table and one plot")
+    _add_data_args(p)
+    p.add_argument("--methods", required=True,
+                   help="comma-separated method keys, e.g. prototype,miles,attention (see minitorch_proto.methods)")
+    p.add_argument("--budget", default="defaults", choices=["defaults", "common"],
+                   help="each method at its defaults, or with the common budget (inner 3-fold tuning over a "
+                   "fixed 3-point grid + 5-seed ensemble for stochastic methods)")
+    p.add_argument("--repeats", type=int, default=1)
+    p.add_argument("--folds", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--out", required=True, help="output folder: results.csv (per fold, a method column), "
+                   "summary.csv, comparison.png, run.json")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("cv", help="repeated stratified CV of the prototype model on one data set")
     _add_data_args(p)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from minitorch_proto.baselines import BASELINES
+from minitorch_proto import meta_estimators
 from minitorch_proto.baselines import batched as B
 from minitorch_proto.evaluation import baseline_cv as BCV
 from minitorch_proto.evaluation.cv import cross_validate_estimator, stratified_folds
@@ -48,7 +49,7 @@ def test_common_budget_never_fits_or_scales_on_test_bags(small, monkeypatch, one
             seen.append({int(round(float(b[0, -1]) * 1000.0)) for b in tr})
         return real(estimator, train_sets, random_states, **kw)
 
-    monkeypatch.setattr(BCV, "fit_many", spy)
+    monkeypatch.setattr(meta_estimators, "_fit_many_baselines", spy)
     res, choices = BCV.cross_validate_baseline(bags, y, folds, "bag_stats", budget="common",
                                               standardization="none")
     assert len(res) == len(folds) and len(choices) == len(folds)

@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("paper", "serialization"),
     ("estimator",),
     ("baselines",),
-    ("evaluation",),
+    ("meta_estimators", "methods", "evaluation"),
     ("experiments", "plots"),
     ("cli", "__main__", "__init__"),
 ]

@@ -24,6 +24,7 @@ from ..utils import progress_bar
 from .metrics import scores_from_proba
 
 __all__ = [
+    "cross_validate",
     "Fold",
     "EVALUATIONS",
     "stratified_folds",
@@ -291,6 +292,64 @@ def cross_validate_estimator(
         acc, auc = scores_from_proba(y[fold.test], full)
         rows.append(_fold_row(dataset, method, fold, "final", np.nan, acc, auc, seconds))
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+
+
+def cross_validate(
+    estimator,
+    bags: Sequence[np.ndarray],
+    y,
+    folds: Sequence[Fold],
+    *,
+    dataset: str = "custom",
+    method: str | None = None,
+    n_jobs: int = 1,
+    return_estimators: bool = False,
+) -> pd.DataFrame | tuple[pd.DataFrame, list]:
+    """Cross-validate any bag estimator: one unfitted copy per fold, scored through ``predict_proba``.
+
+    Fold f's copy is ``estimator`` with every ``random_state`` set to ``f.seed``
+    (:func:`~minitorch_proto.meta_estimators.with_random_state`), fitted on the fold's
+    training bags as given (raw: the estimator does its own preprocessing, as
+    :func:`minitorch_proto.methods.make` builds them) and scored on its test bags with
+    ``predict_proba``. When the estimator has ``fit_many(train_sets, estimators=...)``
+    every fold's copy is fitted in that one call, so batched methods train together.
+
+    Parameters
+    ----------
+    estimator : unfitted bag classifier (``fit``, ``predict_proba``, ``classes_``)
+    bags, y : the data set; labels in any form ``check_labels`` accepts (the user's classes)
+    folds : from :func:`stratified_folds` or :func:`split_file_folds`
+    dataset, method : the ``dataset`` and ``method`` columns of the rows
+    n_jobs : workers for estimators fitted one by one inside ``fit_many``
+    return_estimators : also return the fitted copies, one per fold
+
+    Returns
+    -------
+    DataFrame with :data:`RESULT_COLUMNS`, one row per fold (evaluation ``"final"``);
+    ``fit_seconds`` is the fitting wall time divided by the number of folds.
+    """
+    from ..meta_estimators import proba_in, with_random_state
+    from ..validation import check_labels
+
+    y = np.asarray(y)
+    y_enc, classes = check_labels(y, len(bags))
+    folds = list(folds)
+    copies = [with_random_state(estimator, f.seed) for f in folds]
+    train_sets = [([bags[i] for i in f.train], y[f.train]) for f in folds]
+    t0 = time.perf_counter()
+    if hasattr(estimator, "fit_many"):
+        fitted = estimator.fit_many(train_sets, estimators=copies, n_jobs=n_jobs)
+    else:
+        fitted = [c.fit(b, t) for c, (b, t) in zip(copies, train_sets)]
+    seconds = (time.perf_counter() - t0) / max(len(folds), 1)
+    label = method or type(estimator).__name__
+    rows = []
+    for fold, est in zip(folds, fitted):
+        proba = proba_in(est, [bags[i] for i in fold.test], classes)
+        acc, auc = scores_from_proba(y_enc[fold.test], proba)
+        rows.append(_fold_row(dataset, label, fold, "final", np.nan, acc, auc, seconds))
+    frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    return (frame, list(fitted)) if return_estimators else frame
 
 
 def summarize(results: pd.DataFrame) -> pd.DataFrame:

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..methods import METHODS
 from .cv import summarize
 from ..paper import DATASET_ORDER, PAPER_TABLE2, REPORTED_BASELINES
 
@@ -108,23 +109,8 @@ def write_atomic(path: str | os.PathLike, text: str) -> Path:
 # --------------------------------------------------------------------------------------
 # Names and paths as the book shows them
 # --------------------------------------------------------------------------------------
-#: The one table of display names for methods (results files keep the short keys).
-DISPLAY_NAMES: dict[str, str] = {
-    "prototype": "prototype model (paper-faithful)",
-    "prototype (published code)": "prototype model (published code's behaviour)",
-    "prototype (rates tuned on inner CV)": "prototype model (rates tuned on inner CV)",
-    "prototype (monotone)": "prototype model (monotone variant)",
-    "prototype (tuned ensemble)": "prototype model (nested search, 5-seed ensemble)",
-    "attention": "attention MIL",
-    "gated_attention": "gated-attention MIL",
-    "mi_net_max": "mi-Net, instance level (max)",
-    "mi_net_mean": "mi-Net, instance level (mean)",
-    "MI_net_max": "MI-Net, bag level (max)",
-    "MI_net_mean": "MI-Net, bag level (mean)",
-    "miles": "MILES",
-    "mi_svm": "mi-SVM",
-    "bag_stats": "bag statistics + logistic regression",
-}
+#: Display names by results label, read from the method registry (results files keep the labels).
+DISPLAY_NAMES: dict[str, str] = {m.label: m.display for m in METHODS.values()}
 
 #: Display names of the benchmarks, in the paper's order.
 DATASET_NAMES: dict[str, str] = {

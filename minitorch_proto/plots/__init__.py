@@ -16,7 +16,7 @@ from .prototypes import (
     plot_prototype_trajectories,
     plot_toy_spaces,
 )
-from .results import plot_cv_results, plot_rank, plot_training_history
+from .results import plot_comparison, plot_cv_results, plot_rank, plot_training_history
 
 __all__ = [
     "NEG_COLOUR",
@@ -27,6 +27,7 @@ __all__ = [
     "plot_toy_spaces",
     "plot_bag_explanation",
     "plot_training_history",
+    "plot_comparison",
     "plot_cv_results",
     "plot_rank",
     "plot_prototype_trajectories",

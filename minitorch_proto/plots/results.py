@@ -196,3 +196,45 @@ def plot_rank(
     ax.set_xlabel(f"average rank of mean {metric} over {n_sets} data set(s) (1 = best)")
     ax.set_xlim(0, max(float(ranks.max()) * 1.15, 1.0))
     return fig
+
+
+def plot_comparison(results: pd.DataFrame, *, fig: Figure | None = None) -> Figure:
+    """Accuracy and AUC of each method on the same folds: every fold as a dot, the mean with its spread.
+
+    Parameters
+    ----------
+    results : DataFrame
+        Per-fold rows (:func:`minitorch_proto.evaluation.comparison.compare_methods`).
+        The bar is the standard error over repetition means when there are several
+        repetitions, else the standard deviation over folds; the axis label says which.
+    fig : optional
+
+    Returns
+    -------
+    Figure
+    """
+    from ..evaluation.cv import summarize
+    from ..methods import display_name
+    from ._common import _axes_list
+
+    summ = summarize(results)
+    order = summ.sort_values("auc_mean", ascending=True, kind="stable")["method"].tolist()
+    several = bool((summ["n_repeats"] > 1).all())
+    spread, word = ("se_repeats", "SE over repeats") if several else ("std_folds", "SD over folds")
+    fig, axes = _axes_list(None, fig, 2, 2, (4.2, 0.45 * len(order) + 1.4))
+    rng = np.random.default_rng(0)
+    for ax, metric, title in zip(axes, ("accuracy", "auc"), ("accuracy", "AUC")):
+        for i, method in enumerate(order):
+            vals = results.loc[results["method"] == method, metric].astype(float).to_numpy()
+            ax.scatter(vals, i + rng.uniform(-0.15, 0.15, len(vals)), s=8, alpha=0.35, color="0.4")
+            row = summ[summ["method"] == method].iloc[0]
+            err = row[f"{metric}_{spread}"]
+            ax.errorbar(row[f"{metric}_mean"], i, xerr=0.0 if np.isnan(err) else err, fmt="o", color="C0",
+                        capsize=3)
+        ax.set_yticks(range(len(order)))
+        ax.set_yticklabels([display_name(m) for m in order] if ax is axes[0] else [])
+        ax.set_xlabel(f"{title} per fold (dots); mean ± {word}", fontsize=8)
+        ax.grid(axis="x", alpha=0.3)
+    fig.suptitle(f"{results['dataset'].iloc[0]}: {results.groupby('method').size().iloc[0]} folds per method, "
+                 "the same folds for every method", fontsize=9)
+    return fig

@@ -1,0 +1,87 @@
+"""Registered methods side by side on the same folds of any data set.
+
+What ``minitorch-proto compare`` runs: each method of the registry
+(:mod:`minitorch_proto.methods`) is built as an estimator, cross-validated with
+:func:`~minitorch_proto.evaluation.cv.cross_validate` on one shared list of folds,
+and summarised in one table. Because every method sees the same splits, the
+per-fold differences between two methods are paired.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..methods import Method, make
+from ..utils import progress_bar
+from .cv import Fold, cross_validate, summarize
+
+__all__ = ["compare_methods", "comparison_summary"]
+
+
+def compare_methods(
+    methods: Sequence[Method],
+    bags: Sequence[np.ndarray],
+    y,
+    folds: Sequence[Fold],
+    *,
+    dataset: str = "custom",
+    table1: str | None = None,
+    budget: str = "defaults",
+    random_state: int = 0,
+    n_jobs: int = 1,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Cross-validate each method on the same ``folds``; per-fold rows of every method.
+
+    Parameters
+    ----------
+    methods : registry entries (:func:`minitorch_proto.methods.resolve`)
+    bags, y : the data set (raw features: each estimator standardises inside ``fit``)
+    folds : shared by every method
+    dataset : the ``dataset`` column
+    table1 : a benchmark name whose Table 1 settings the prototype rows use (None: package defaults)
+    budget : "defaults" or "common" (see :meth:`minitorch_proto.methods.Method.common`)
+
+    Returns
+    -------
+    DataFrame of :data:`~minitorch_proto.evaluation.cv.RESULT_COLUMNS`, the ``method``
+    column holding each method's results label.
+    """
+    estimators = [make(m.key, random_state, dataset=table1, budget=budget) for m in methods]
+    frames = []
+    for m, est in progress_bar(list(zip(methods, estimators)), progress, "methods"):
+        t0 = time.perf_counter()
+        res = cross_validate(est, bags, y, folds, dataset=dataset, method=m.label, n_jobs=n_jobs)
+        if progress:
+            print(f"{m.key}: accuracy {res.accuracy.mean():.3f}, AUC {res.auc.mean():.3f} "
+                  f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+        frames.append(res)
+    return pd.concat(frames, ignore_index=True)
+
+
+def comparison_summary(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per method: mean accuracy and AUC with their spread, best first by AUC.
+
+    The spread is the standard error over repetition means when there are several
+    repetitions, else the standard deviation over folds; the column names say which.
+    """
+    from ..methods import display_name
+
+    summ = summarize(results)
+    several = bool((summ["n_repeats"] > 1).all())
+    spread, word = ("se_repeats", "SE over repeats") if several else ("std_folds", "SD over folds")
+    rows = []
+    for _, r in summ.iterrows():
+        rows.append({
+            "method": display_name(r["method"]),
+            f"accuracy (± {word})": f"{r['accuracy_mean']:.3f} ± {r[f'accuracy_{spread}']:.3f}",
+            f"AUC (± {word})": f"{r['auc_mean']:.3f} ± {r[f'auc_{spread}']:.3f}",
+            "folds": int(r["n_folds"]),
+            "_auc": r["auc_mean"],
+        })
+    table = pd.DataFrame(rows).sort_values("_auc", ascending=False, kind="stable").drop(columns="_auc")
+    return table.reset_index(drop=True)

@@ -1,0 +1,274 @@
+"""Estimators built from estimators: a bag pipeline, a seed ensemble, an inner-CV selection.
+
+The cross-validation harness used to do work that the estimators did not (it
+standardised the baselines' features per training fold), so a user who built
+``MILES().fit(raw_bags, y)`` got a different model from the one the tables
+report. These wrappers put that work where scikit-learn users expect it, in the
+estimator: whatever :func:`~minitorch_proto.methods.make` builds and
+:func:`~minitorch_proto.evaluation.cross_validate` scores is the same object a
+user can ``fit`` on raw bags.
+
+* :class:`StandardizedMIL` - per-feature standardisation fitted on the bags given
+  to ``fit``, then the wrapped estimator.
+* :class:`SeedEnsemble` - ``n_seeds`` copies with seeds ``random_state + 10_000 j``,
+  probabilities averaged.
+* :class:`InnerCVSelection` - each candidate of a fixed grid scored on stratified
+  inner splits of the training bags only (mean accuracy, ties by AUC, then grid
+  order), the winner refitted on all of them, optionally as a seed ensemble.
+
+Each has ``fit_many(train_sets, random_states)``, which fits one copy per training
+set and trains the neural members of all of them together
+(:func:`minitorch_proto.baselines.batched.fit_many`), so a whole cross-validation
+stays one batched program per setting.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.model_selection import StratifiedKFold
+from sklearn.utils.validation import check_is_fitted
+
+from .baselines.batched import fit_many as _fit_many_baselines
+from .evaluation.metrics import scores_from_proba
+from .preprocessing import BagStandardizer
+from .validation import check_bags, check_labels
+
+__all__ = ["StandardizedMIL", "SeedEnsemble", "InnerCVSelection", "with_random_state", "member_seeds", "proba_in"]
+
+
+def member_seeds(seed: int, k: int) -> list[int]:
+    """Seeds of a k-member ensemble; member 0 is the single model's seed."""
+    return [int(seed) + 10_000 * j for j in range(k)]
+
+
+def with_random_state(estimator: BaseEstimator, seed: int) -> BaseEstimator:
+    """An unfitted clone with every ``random_state`` parameter (nested ones too) set to ``seed``."""
+    est = clone(estimator)
+    keys = [k for k in est.get_params(deep=True) if k == "random_state" or k.endswith("__random_state")]
+    return est.set_params(**{k: int(seed) for k in keys})
+
+
+def proba_in(est, bags, classes: np.ndarray) -> np.ndarray:
+    """``est.predict_proba(bags)`` with columns in the order of ``classes``."""
+    proba = np.asarray(est.predict_proba(bags), dtype=np.float64)
+    own = list(np.asarray(est.classes_).tolist())
+    full = np.zeros((len(bags), len(classes)))
+    for j, c in enumerate(classes.tolist()):
+        if c in own:
+            full[:, j] = proba[:, own.index(c)]
+    return full
+
+
+def _fit_all(estimators: Sequence[BaseEstimator], train_sets, n_jobs: int) -> list:
+    """Fit each estimator on its own (bags, y); wrappers and baselines train together where they can."""
+    if not estimators:
+        return []
+    first = estimators[0]
+    if hasattr(first, "fit_many") and all(type(e) is type(first) for e in estimators):
+        return first.fit_many(train_sets, None, estimators=estimators, n_jobs=n_jobs)
+    from .baselines._base import BaseMILClassifier
+
+    if all(isinstance(e, BaseMILClassifier) for e in estimators):
+        # baselines.batched.fit_many clones its template per set; per-model settings travel as params.
+        params = [e.get_params(deep=False) for e in estimators]
+        seeds = [p.pop("random_state") for p in params]
+        return _fit_many_baselines(first, list(train_sets), seeds, params=params, n_jobs=n_jobs)
+    return [e.fit(bags, y) for e, (bags, y) in zip(estimators, train_sets)]
+
+
+class _Wrapper(ClassifierMixin, BaseEstimator):
+    """Prediction methods shared by the wrappers: everything goes through ``predict_proba``."""
+
+    def predict(self, bags) -> np.ndarray:
+        """The class of largest probability, in the labels given to ``fit``."""
+        return self.classes_[np.argmax(self.predict_proba(bags), axis=1)]
+
+    def decision_function(self, bags) -> np.ndarray:
+        """Log-odds of ``classes_[1]`` (binary problems): larger means more likely."""
+        p = np.clip(self.predict_proba(bags)[:, -1], 1e-12, 1 - 1e-12)
+        return np.log(p) - np.log1p(-p)
+
+    def fit_many(self, train_sets, random_states=None, *, estimators=None, n_jobs: int = 1) -> list:
+        """Fit one copy per ``(bags, y)`` in ``train_sets``; same models as fitting them one by one.
+
+        ``random_states`` seeds the copies (:func:`with_random_state`); ``estimators``
+        (unfitted copies of this one) may be given instead.
+        """
+        if estimators is None:
+            if random_states is None or len(random_states) != len(train_sets):
+                raise ValueError("fit_many needs one random state per training set.")
+            estimators = [with_random_state(self, s) for s in random_states]
+        return self._fit_many(list(estimators), list(train_sets), n_jobs)
+
+    def _fit_many(self, estimators, train_sets, n_jobs):  # pragma: no cover - overridden
+        return [e.fit(bags, y) for e, (bags, y) in zip(estimators, train_sets)]
+
+
+class StandardizedMIL(_Wrapper):
+    """Per-fold feature standardisation, then a bag classifier: fit on raw bags as the tables do.
+
+    Parameters
+    ----------
+    estimator : a bag classifier (``fit(bags, y)``, ``predict_proba``, ``classes_``)
+    standardization : {"feature", "instance", "none"}, default="feature"
+        See :class:`~minitorch_proto.preprocessing.BagStandardizer`; fitted on the
+        bags given to :meth:`fit` only.
+
+    Attributes
+    ----------
+    standardizer_ : BagStandardizer
+    estimator_ : the fitted copy of ``estimator``
+    classes_ : ndarray, the labels given to ``fit``
+    """
+
+    def __init__(self, estimator: BaseEstimator, standardization: str = "feature") -> None:
+        self.estimator = estimator
+        self.standardization = standardization
+
+    def _prepare(self, bags):
+        bags = check_bags(bags)
+        self.standardizer_ = BagStandardizer(self.standardization).fit(bags)
+        return self.standardizer_.transform(bags)
+
+    def fit(self, bags, y) -> "StandardizedMIL":
+        """Fit the standardiser on ``bags``, then a clone of ``estimator`` on the standardised bags."""
+        self.estimator_ = clone(self.estimator).fit(self._prepare(bags), y)
+        self.classes_ = np.asarray(self.estimator_.classes_)
+        return self
+
+    def _fit_many(self, estimators, train_sets, n_jobs):
+        inner = [clone(e.estimator) for e in estimators]
+        prepared = [(e._prepare(bags), y) for e, (bags, y) in zip(estimators, train_sets)]
+        for e, fitted in zip(estimators, _fit_all(inner, prepared, n_jobs)):
+            e.estimator_ = fitted
+            e.classes_ = np.asarray(fitted.classes_)
+        return estimators
+
+    def predict_proba(self, bags) -> np.ndarray:
+        """Class probabilities of the standardised bags, columns ordered as ``classes_``."""
+        check_is_fitted(self, "estimator_")
+        return np.asarray(self.estimator_.predict_proba(self.standardizer_.transform(check_bags(bags))))
+
+
+class SeedEnsemble(_Wrapper):
+    """``n_seeds`` copies of an estimator, seeded apart, with their class probabilities averaged.
+
+    Member j is ``estimator`` with every ``random_state`` set to
+    ``random_state + 10_000 j`` (:func:`member_seeds`), so member 0 is the single model.
+
+    Attributes
+    ----------
+    estimators_ : list of fitted members
+    classes_ : ndarray
+    """
+
+    def __init__(self, estimator: BaseEstimator, n_seeds: int = 5, random_state: int = 0) -> None:
+        self.estimator = estimator
+        self.n_seeds = n_seeds
+        self.random_state = random_state
+
+    def _members(self):
+        k = int(self.n_seeds)
+        if k < 1 or k != self.n_seeds:
+            raise ValueError(f"n_seeds must be a positive integer, got {self.n_seeds!r}.")
+        return [with_random_state(self.estimator, s) for s in member_seeds(int(self.random_state or 0), k)]
+
+    def fit(self, bags, y) -> "SeedEnsemble":
+        """Fit every member on the same bags."""
+        return self._fit_many([self], [(bags, y)], 1)[0]
+
+    def _fit_many(self, estimators, train_sets, n_jobs):
+        members = [e._members() for e in estimators]
+        flat = [m for ms in members for m in ms]
+        sets = [s for e, s, ms in zip(estimators, train_sets, members) for _ in ms]
+        fitted = iter(_fit_all(flat, sets, n_jobs))
+        for e, ms in zip(estimators, members):
+            e.estimators_ = [next(fitted) for _ in ms]
+            e.classes_ = np.asarray(e.estimators_[0].classes_)
+        return estimators
+
+    def predict_proba(self, bags) -> np.ndarray:
+        """The members' mean class probabilities."""
+        check_is_fitted(self, "estimators_")
+        return np.mean([proba_in(m, bags, self.classes_) for m in self.estimators_], axis=0)
+
+
+class InnerCVSelection(_Wrapper):
+    """Choose among fixed candidate settings on inner splits of the training bags, then refit.
+
+    For each candidate (a dict of ``set_params`` arguments) a copy is fitted on each of
+    ``inner_folds`` stratified splits of the bags given to :meth:`fit` (shuffled with
+    ``random_state``; split s's copy seeded ``10 random_state + s``) and scored on that
+    split's held-out bags. The candidate with the best mean inner accuracy wins (ties:
+    mean inner AUC, then grid order) and is refitted on all the bags, as a seed
+    ensemble of ``n_seeds`` members. Nothing outside the bags given to ``fit`` is seen.
+
+    Attributes
+    ----------
+    best_params_ : dict, the chosen candidate
+    inner_scores_ : ndarray (n_candidates, 2), mean inner accuracy and AUC
+    best_estimator_ : the refitted :class:`SeedEnsemble` (or the single model)
+    """
+
+    def __init__(self, estimator: BaseEstimator, grid: Sequence[Mapping[str, Any]] = (), inner_folds: int = 3,
+                 n_seeds: int = 1, random_state: int = 0) -> None:
+        self.estimator = estimator
+        self.grid = grid
+        self.inner_folds = inner_folds
+        self.n_seeds = n_seeds
+        self.random_state = random_state
+
+    def fit(self, bags, y) -> "InnerCVSelection":
+        """Score every candidate on inner splits of ``bags``, then refit the best on all of them."""
+        return self._fit_many([self], [(bags, y)], 1)[0]
+
+    def _inner_splits(self, y) -> list[tuple[np.ndarray, np.ndarray, int]]:
+        seed = int(self.random_state or 0)
+        skf = StratifiedKFold(n_splits=int(self.inner_folds), shuffle=True, random_state=seed)
+        return [(tr, va, seed * 10 + s + 1) for s, (tr, va) in enumerate(skf.split(np.zeros(len(y)), y))]
+
+    def _fit_many(self, estimators, train_sets, n_jobs):
+        grid = [dict(c) for c in self.grid] or [{}]
+        work, sets, where = [], [], []
+        for e_i, (e, (bags, y)) in enumerate(zip(estimators, train_sets)):
+            y_enc, _ = check_labels(y, len(bags))
+            for g, cand in enumerate(grid):
+                for tr, va, seed in e._inner_splits(y_enc):
+                    work.append(with_random_state(clone(e.estimator).set_params(**cand), seed))
+                    sets.append(([bags[i] for i in tr], y_enc[tr]))
+                    where.append((e_i, g, va))
+        # Grid-major order: each candidate's copies share settings, so they train as one batched program.
+        order = sorted(range(len(work)), key=lambda k: (where[k][1], where[k][0]))
+        fitted = dict(zip(order, _fit_all([work[k] for k in order], [sets[k] for k in order], n_jobs)))
+        finals = []
+        for e_i, (e, (bags, y)) in enumerate(zip(estimators, train_sets)):
+            y_enc, classes = check_labels(y, len(bags))
+            scores = np.zeros((len(grid), 2))
+            for k in range(len(work)):
+                if where[k][0] != e_i:
+                    continue
+                _, g, va = where[k]
+                est = fitted[k]
+                proba = proba_in(est, [bags[i] for i in va], np.asarray(est.classes_))
+                acc, auc = scores_from_proba(y_enc[va], proba)
+                scores[g] += (acc, 0.5 if np.isnan(auc) else auc)
+            scores /= int(e.inner_folds)
+            best = max(range(len(grid)), key=lambda g: (scores[g, 0], scores[g, 1], -g))
+            e.inner_scores_, e.best_params_ = scores, grid[best]
+            chosen = clone(e.estimator).set_params(**grid[best])
+            final = SeedEnsemble(chosen, int(e.n_seeds), int(e.random_state or 0)) if int(e.n_seeds) > 1 else \
+                with_random_state(chosen, int(e.random_state or 0))
+            finals.append(final)
+        refitted = _fit_all(finals, list(train_sets), n_jobs) if len({type(f) for f in finals}) == 1 else \
+            [f.fit(b, y) for f, (b, y) in zip(finals, train_sets)]
+        for e, f in zip(estimators, refitted):
+            e.best_estimator_ = f
+            e.classes_ = np.asarray(f.classes_)
+        return estimators
+
+    def predict_proba(self, bags) -> np.ndarray:
+        """Class probabilities of the refitted best candidate."""
+        check_is_fitted(self, "best_estimator_")
+        return proba_in(self.best_estimator_, bags, self.classes_)
