@@ -1,0 +1,171 @@
+"""The hub: one method registry, estimators that carry their preprocessing, one cross_validate, compare."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+
+import minitorch_proto
+from minitorch_proto import cli, meta_estimators, methods
+from minitorch_proto.baselines import BASELINES
+from minitorch_proto.evaluation import baseline_cv as BCV
+from minitorch_proto.evaluation.cv import cross_validate, stratified_folds
+from minitorch_proto.evaluation.report import DISPLAY_NAMES
+from minitorch_proto.meta_estimators import InnerCVSelection, SeedEnsemble, StandardizedMIL
+from minitorch_proto.preprocessing import BagStandardizer
+from tests.conftest import make_concept_bags
+
+
+@pytest.fixture
+def scaled():
+    """Concept bags whose features live on very different scales (standardisation matters)."""
+    bags, y = make_concept_bags(n_bags=36, n_features=4, seed=5)
+    scale = np.array([1.0, 1e3, 1e-3, 50.0])
+    return [b * scale + 7.0 for b in bags], y
+
+
+def test_every_baseline_and_row_label_is_registered_once():
+    assert set(BASELINES) <= set(methods.METHODS)
+    labels = [m.label for m in methods.METHODS.values()]
+    assert len(labels) == len(set(labels))
+    # the report's names are the registry's, for every label
+    assert DISPLAY_NAMES == {m.label: m.display for m in methods.METHODS.values()}
+    assert [m.key for m in methods.resolve("all")] == list(methods.ALL)
+    with pytest.raises(ValueError, match="unknown method 'nope'"):
+        methods.resolve("miles,nope")
+
+
+def test_cli_method_names_come_from_the_registry(capsys):
+    assert cli._parse_methods("prototype-compat,miles") == [methods.PROTOTYPE_COMPAT, "miles"]
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["reproduce", "--methods", "nope", "--out", "x"])
+    assert exc.value.code == 2
+    assert "unknown method 'nope'" in capsys.readouterr().err
+
+
+def test_registry_estimators_standardise_inside_fit(scaled):
+    bags, y = scaled
+    est = methods.make("miles", random_state=0)
+    assert isinstance(est, StandardizedMIL)
+    est.fit(bags, y)
+    std = BagStandardizer("feature").fit(bags)
+    by_hand = BASELINES["miles"](0).fit(std.transform(bags), y)
+    np.testing.assert_allclose(est.predict_proba(bags), by_hand.predict_proba(std.transform(bags)), atol=1e-12)
+    # raw features give another model: the wrapper is what makes fit(raw) the reported model
+    raw = BASELINES["miles"](0).fit(bags, y)
+    assert not np.allclose(raw.decision_function(bags), by_hand.decision_function(std.transform(bags)))
+
+
+def test_prototype_presets_set_their_implied_settings():
+    est = methods.make("prototype-monotone")
+    assert est.monotone and not est.layer_norm and tuple(est.pooling) == ("min",)
+    assert est.n_prototypes == methods.MONOTONE_MODEL["n_prototypes"]
+    compat = methods.make("prototype-compat", dataset="musk2")
+    assert compat.standardization == "instance" and compat.accumulate_gradients
+    assert methods.make("prototype", dataset="tiger").lr_classifier == pytest.approx(1e-4)
+    with pytest.raises(ValueError, match="reproduce"):
+        methods.make("prototype-best")
+
+
+def test_seed_ensemble_is_the_average_of_its_members(scaled):
+    bags, y = scaled
+    base = StandardizedMIL(BASELINES["mi_net_mean"](0).set_params(n_epochs=3, hidden_sizes=(8, 4)))
+    ens = SeedEnsemble(base, n_seeds=3, random_state=11).fit(bags, y)
+    members = [meta_estimators.with_random_state(base, s).fit(bags, y) for s in (11, 10_011, 20_011)]
+    np.testing.assert_allclose(ens.predict_proba(bags), np.mean([m.predict_proba(bags) for m in members], axis=0),
+                               atol=1e-6)
+    with pytest.raises(ValueError, match="n_seeds"):
+        SeedEnsemble(base, n_seeds=2.5).fit(bags, y)
+
+
+@pytest.mark.parametrize("key,budget", [("miles", "defaults"), ("bag_stats", "common"), ("mi_svm", "defaults")])
+def test_cross_validate_equals_the_baseline_harness(key, budget, scaled):
+    bags, y = scaled
+    folds = stratified_folds(y, 1, 3, random_state=2)
+    old, choices = BCV.cross_validate_baseline(bags, y, folds, key, budget=budget, dataset="toy")
+    new = cross_validate(methods.make(key, budget=budget), bags, y, folds, dataset="toy",
+                         method=BCV.budget_label(key, budget))
+    pd.testing.assert_frame_equal(old.drop(columns="fit_seconds"), new.drop(columns="fit_seconds"))
+    if budget == "common":
+        assert len(choices) == len(folds) and set(choices.C) <= {0.1, 1.0, 10.0}
+
+
+def test_inner_selection_never_sees_what_fit_was_not_given(scaled):
+    bags, y = scaled
+    marked = [np.column_stack([b, np.full(len(b), i)]) for i, b in enumerate(bags)]
+    seen = []
+
+    class Spy(StandardizedMIL):
+        # Every fit (one by one or through fit_many) standardises its training bags here first.
+        def _prepare(self, bags):
+            seen.append({int(b[0, -1]) for b in bags})
+            return super()._prepare(bags)
+
+    sel = InnerCVSelection(Spy(BASELINES["bag_stats"](0)), [{"estimator__C": 0.1}, {"estimator__C": 10.0}])
+    given = list(range(0, 36, 2)) + [1, 3, 5, 7, 9, 11]
+    sel._fit_many([sel], [([marked[i] for i in given], y[given])], 1)
+    assert seen and all(s <= set(given) for s in seen)
+    assert sel.best_params_ in sel.grid and sel.inner_scores_.shape == (2, 2)
+
+
+def test_labels_are_kept_as_given(scaled):
+    bags, y = scaled
+    words = np.where(y == 1, "tumour", "normal")
+    est = methods.make("bag_stats").fit(bags, words)
+    assert set(est.predict(bags)) <= {"tumour", "normal"}
+    folds = stratified_folds(words, 1, 3)
+    a = cross_validate(methods.make("bag_stats"), bags, words, folds)
+    b = cross_validate(methods.make("bag_stats"), bags, y, folds)
+    np.testing.assert_allclose(a.auc, b.auc)
+
+
+def _csv(tmp_path, bags, y):
+    rows = [dict(bag=f"slide_{i:03d}", label=int(y[i]), **{f"f{j}": v for j, v in enumerate(inst)})
+            for i, b in enumerate(bags) for inst in b]
+    path = tmp_path / "mydata.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("source", ["csv", "bags-dir"])
+def test_compare_runs_registered_methods_on_the_same_folds(source, tmp_path, capsys, one_torch_thread):
+    from minitorch_proto.data.disk import write_bag_folder
+
+    bags, y = make_concept_bags(n_bags=24, n_features=3, seed=1)
+    if source == "csv":
+        args = ["--csv", str(_csv(tmp_path, bags, y))]
+    else:
+        write_bag_folder(tmp_path / "bags", bags, y, [f"slide_{i:03d}" for i in range(len(bags))])
+        args = ["--bags-dir", str(tmp_path / "bags")]
+    out = tmp_path / "out"
+    code = cli.main(["compare", *args, "--methods", "prototype,miles,attention", "--repeats", "1", "--folds", "3",
+                     "--out", str(out), "--quiet"])
+    assert code == 0
+    printed = capsys.readouterr().out
+    for name in ("attention MIL", "MILES", "prototype model (paper-faithful)"):
+        assert name in printed
+    res = pd.read_csv(out / "results.csv")
+    assert set(res.method) == {"prototype", "miles", "attention"} and len(res) == 9
+    splits = res.groupby("method")[["repeat", "fold", "seed", "n_train", "n_test"]].apply(
+        lambda g: tuple(map(tuple, g.sort_values(["repeat", "fold"]).to_numpy())))
+    assert splits.nunique() == 1  # every method saw the same folds
+    assert (out / "comparison.png").stat().st_size > 1000
+    assert json.loads((out / "run.json").read_text())["command"] == "compare"
+
+
+def test_compare_refuses_a_method_without_an_estimator_before_reading_data(tmp_path, capsys):
+    code = cli.main(["compare", "--csv", str(tmp_path / "missing.csv"), "--methods", "miles,prototype-best",
+                     "--out", str(tmp_path / "o")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "prototype-best" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_cross_validate_is_exported_and_registry_estimators_clone():
+    assert "cross_validate" in minitorch_proto.__all__
+    est = clone(methods.make("miles"))
+    assert est.get_params()["standardization"] == "feature"
