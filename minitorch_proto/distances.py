@@ -8,14 +8,43 @@ together (``P`` of shape (M, D, L) with ``X`` of shape (M, K, L)).
 Euclidean distances are computed as ``sqrt(|x|^2 + |p|^2 - 2 x.p)`` because the
 matrix product is far cheaper than materialising every difference vector
 (N x D x L numbers); the squared distance is clamped at zero against rounding.
+
+A new distance is written once, as a torch function of ``(X, P)``, and registered
+with :func:`register_distance`: the model, the step-by-step trainer, the tensor
+engine and the streaming/distributed trainer all compute distances through
+:func:`pairwise_distance`, so they pick it up (autograd gives its gradient). The
+compiled CPU engine has hand-written kernels for the built-in distances only; for
+any other, ``backend="auto"`` trains with the tensor engine instead.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
-__all__ = ["DISTANCES", "pairwise_distance", "safe_sqrt"]
+__all__ = ["DISTANCES", "available_distances", "pairwise_distance", "register_distance", "safe_sqrt"]
 
+#: The built-in distances (each also has a compiled kernel in ``training/compiled_distances.py``).
 DISTANCES = ("euclidean", "sqeuclidean", "manhattan", "cosine", "pseudo")
+_REGISTERED: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {}
+
+
+def register_distance(name: str, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> None:
+    """Add a distance, ``fn(X (..., N, L), P (..., D, L)) -> (..., N, D)``, differentiable in ``P``.
+
+    It becomes a valid ``PrototypeMILConfig(distance=name)`` for every torch engine; a
+    built-in name cannot be replaced.
+    """
+    if name in DISTANCES:
+        raise ValueError(f"{name!r} is a built-in distance and cannot be replaced.")
+    if not callable(fn):
+        raise ValueError(f"register_distance needs a callable for {name!r}.")
+    _REGISTERED[name] = fn
+
+
+def available_distances() -> tuple[str, ...]:
+    """The built-in distances, then the registered ones."""
+    return DISTANCES + tuple(_REGISTERED)
 
 
 def safe_sqrt(x: torch.Tensor) -> torch.Tensor:
@@ -72,4 +101,6 @@ def pairwise_distance(X: torch.Tensor, P: torch.Tensor, metric: str = "euclidean
         cross = X @ P.transpose(-1, -2)
         value = safe_sqrt(_sq_norm(X)).unsqueeze(-1) + safe_sqrt(_sq_norm(P)).unsqueeze(-2) - 2.0 * cross
         return value.clamp_min(0.0)
-    raise ValueError(f"Unknown distance {metric!r}; choose from {DISTANCES}.")
+    if metric in _REGISTERED:
+        return _REGISTERED[metric](X, P)
+    raise ValueError(f"Unknown distance {metric!r}; choose from {available_distances()}.")

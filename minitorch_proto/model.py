@@ -16,16 +16,21 @@ The functions below take parameters with a leading *model* dimension M, so the
 same arithmetic trains one model (M = 1, :class:`PrototypeMIL`) or many models at
 once (``minitorch_proto.training``).
 
-Changing the model or the objective? Three engines compute it and must agree:
+Adding a distance takes one call: ``distances.register_distance(name, fn)`` with a torch
+``fn(X, P)``; every torch engine (the reference here, the tensor engine, the streaming and
+distributed trainer) computes distances through ``pairwise_distance`` and picks it up, and
+``backend="auto"`` leaves the compiled engine out for it (``tests/test_distance_registry.py``).
+A compiled kernel (below) is an optional speed-up, not a requirement.
+
+Changing anything else in the model or the objective? Three engines compute it and must agree:
 
 * here (the reference: the torch functions below, used by the step-by-step trainer
   ``training/sequential.py`` and, with autograd, by the tensor engine ``training/tensor.py``,
   whose hand-written min-Euclidean backward ``_MinEuclidean`` must follow);
 * ``training/compiled.py``: the numba engine's forward (``_forward``), its hand-written
   gradients (``_bag_gradients``, ``_penalties``) and its option codes (derived from
-  ``DISTANCES`` and ``POOLINGS``: a new name fails at import); a new distance also needs its
-  compiled formula and gradient in ``training/compiled_distances.py`` (``_distances``,
-  ``_add_distance_grad``);
+  ``DISTANCES`` and ``POOLINGS``); a built-in distance also has its compiled formula and
+  gradient in ``training/compiled_distances.py`` (``_distances``, ``_add_distance_grad``);
 * ``tests/test_training.py``: add the new option to ``MODEL_OPTIONS``/``TRAIN_OPTIONS``
   (a test fails until you do); every engine is then checked against the reference on a
   seeded sample of the whole option space.
@@ -40,7 +45,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .bags import POOLINGS, BagBatch, segment_pool
-from .distances import DISTANCES, pairwise_distance, safe_sqrt
+from .distances import available_distances, pairwise_distance, safe_sqrt
 
 __all__ = [
     "PrototypeMILConfig",
@@ -127,8 +132,8 @@ class PrototypeMILConfig:
         object.__setattr__(self, "pooling", pooling)
         if int(self.n_prototypes) < 1:
             raise ValueError(f"n_prototypes must be >= 1, got {self.n_prototypes}.")
-        if self.distance not in DISTANCES:
-            raise ValueError(f"Unknown distance {self.distance!r}; choose from {DISTANCES}.")
+        if self.distance not in available_distances():
+            raise ValueError(f"Unknown distance {self.distance!r}; choose from {available_distances()}.")
         if not pooling or any(p not in POOLINGS for p in pooling) or len(set(pooling)) != len(pooling):
             raise ValueError(f"pooling must be a non-empty subset of {POOLINGS}, got {self.pooling!r}.")
         if self.layer_norm and self.n_prototypes * len(pooling) < 2:

@@ -168,8 +168,11 @@ def train_batched(
         raise ValueError("autocast='bf16' runs in the tensor engine; use backend='tensor' or 'auto'.")
     if backend == "compiled" and (dev.type != "cpu" or not compiled.AVAILABLE):
         raise ValueError("backend='compiled' needs device='cpu' and numba installed; use backend='tensor'.")
+    if backend == "compiled" and model_config.distance not in compiled.DISTANCE_CODES:
+        raise ValueError(f"the compiled engine has no kernel for distance {model_config.distance!r}; "
+                         "use backend='tensor' or 'auto'.")
     if backend == "compiled" or (backend == "auto" and dev.type == "cpu" and compiled.AVAILABLE
-                                 and autocast_dtype is None):
+                                 and autocast_dtype is None and model_config.distance in compiled.DISTANCE_CODES):
         run = _fit_compiled
     else:
         run = fit_tensor
