@@ -31,16 +31,7 @@ EXIT_CODES_HELP = (
 )
 
 
-from .methods import (
-    MONOTONE_MODEL,
-    MONOTONE_TRAIN,
-    PROTOTYPE,
-    PROTOTYPE_BEST,
-    PROTOTYPE_COMPAT,
-    PROTOTYPE_MONOTONE,
-    PROTOTYPE_TUNED,
-    TUNING_MULTIPLIERS,
-)
+from .methods import MONOTONE_MODEL, MONOTONE_TRAIN, PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE
 
 
 def _add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
@@ -256,13 +247,9 @@ def _estimator_from(args, dataset_name: str):
 
 # ------------------------------------------------------------------ commands
 def cmd_reproduce(args) -> int:
-    from .evaluation.cv import (
-        CVTask,
-        cross_validate_many,
-        stratified_folds,
-        summarize,
-    )
+    from .evaluation.cv import stratified_folds, summarize
     from .evaluation.report import average_ranks, format_table, table2
+    from .evaluation.reproduction import run_methods
 
     methods = list(args.methods)
     if args.compat == "official" and PROTOTYPE_COMPAT not in methods:
@@ -272,74 +259,18 @@ def cmd_reproduce(args) -> int:
     started = time.perf_counter()
     data = _load_benchmarks(args, args.datasets)
     folds = {name: stratified_folds(d.y, args.repeats, args.folds, random_state=args.seed) for name, d in data.items()}
-    frames, timings, files = [], [], {}
-    for method in methods:
-        t0 = time.perf_counter()
-        if method in (PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE):
-            # Every data set's folds in one call: compatible ones train as one batched program.
-            compat = "official" if method == PROTOTYPE_COMPAT else "none"
-            tasks = []
-            for name, d in data.items():
-                mconf, tconf, std = _configs(args, d.name, compat)
-                if method == PROTOTYPE_MONOTONE:
-                    mconf, tconf = _monotone_configs(args, mconf, tconf)
-                tasks.append(CVTask(d.name, d.bags, d.y, folds[name], mconf, tconf, std, method))
-            evaluations = ("final", "test_selected") if compat == "official" else ("final",)
-            res = cross_validate_many(tasks, evaluations=evaluations, device=args.device, progress=not args.quiet,
-                                      backend=args.backend)
-        elif method == PROTOTYPE_TUNED:
-            from .evaluation.cv import cross_validate_tuned
 
-            parts, choices = [], []
-            for name, d in data.items():
-                mconf, tconf, std = _configs(args, d.name, "none")
-                grid = [dict(lr_prototypes=tconf.lr_prototypes * k, lr_classifier=tconf.lr_classifier * k)
-                        for k in TUNING_MULTIPLIERS]
-                r, c = cross_validate_tuned(CVTask(d.name, d.bags, d.y, folds[name], mconf, tconf, std, method),
-                                            grid, device=args.device, progress=not args.quiet,
-                                            backend=args.backend)
-                parts.append(r)
-                choices.append(c)
-            res = pd.concat(parts, ignore_index=True)
-            files["tuning_choices.csv"] = pd.concat(choices, ignore_index=True).to_csv(index=False)
-        elif method == PROTOTYPE_BEST:
-            from .evaluation.tuning import SearchBudget, nested_cross_validate
+    def configs(dataset: str, method: str):
+        compat = "official" if method == PROTOTYPE_COMPAT else "none"
+        mconf, tconf, std = _configs(args, dataset, compat)
+        if method == PROTOTYPE_MONOTONE:
+            mconf, tconf = _monotone_configs(args, mconf, tconf)
+        return mconf, tconf, std
 
-            budget = SearchBudget(random_state=args.seed)
-            parts, choices = [], []
-            for name, d in data.items():
-                t1 = time.perf_counter()
-                r, c = nested_cross_validate(d.bags, d.y, folds[name], budget, dataset=d.name, method=method,
-                                             backend=args.backend, device=args.device)
-                c["dataset_wall_seconds"] = time.perf_counter() - t1
-                print(f"{method}: {d.name} {r.accuracy.mean():.3f} ({c['dataset_wall_seconds'].iloc[0]:.0f} s)",
-                      file=sys.stderr)
-                parts.append(r)
-                choices.append(c)
-            res = pd.concat(parts, ignore_index=True)
-            files["best_choices.csv"] = pd.concat(choices, ignore_index=True).to_csv(index=False)
-        else:
-            # All folds (and seeds and inner fits) of a baseline train together; see issue 17.
-            from .evaluation.baseline_cv import cross_validate_baseline
-
-            budgets = ["defaults", "common"] if args.budget == "both" else [args.budget]
-            parts, choices = [], []
-            for budget in budgets:
-                for name, d in data.items():
-                    r, c = cross_validate_baseline(d.bags, d.y, folds[name], method, budget=budget, dataset=d.name,
-                                                   n_jobs=os.cpu_count() or 1)
-                    parts.append(r)
-                    choices.append(c)
-            res = pd.concat(parts, ignore_index=True)
-            if any(not c.empty for c in choices):
-                files[f"baseline_choices_{method}.csv"] = pd.concat(choices, ignore_index=True).to_csv(index=False)
-        wall = time.perf_counter() - t0
-        timings.append({"method": method, "datasets": " ".join(data), "wall_seconds": wall})
-        final = res[res.evaluation == "final"]
-        print(f"{method}: " + ", ".join(f"{n} {final[final.dataset == n].accuracy.mean():.3f}" for n in data)
-              + f" (accuracy; {wall:.1f} s)", file=sys.stderr)
-        frames.append(res)
-    results = pd.concat(frames, ignore_index=True)
+    budgets = ["defaults", "common"] if args.budget == "both" else [args.budget]
+    results, timings, files = run_methods(methods, data, folds, configs, budgets=budgets, seed=args.seed,
+                                          device=args.device, backend=args.backend, progress=not args.quiet,
+                                          n_jobs=os.cpu_count() or 1)
     files["results.csv"] = results.to_csv(index=False)
     files["summary.csv"] = summarize(results).to_csv(index=False)
     files["timings.csv"] = pd.DataFrame(timings).to_csv(index=False)
@@ -521,6 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--datasets", nargs="+", default=["musk1", "musk2", "fox", "tiger", "elephant"])
     p.add_argument("--methods", default=PROTOTYPE, type=_parse_methods,
                    help="comma-separated: prototype, prototype-compat, prototype-tuned, prototype-monotone, "
+                   "prototype-recommended, "
                    "prototype-best (nested "
                    "search + 5-seed ensemble; long), baseline names, or 'all' (all but prototype-best; default: "
                    "prototype)")
