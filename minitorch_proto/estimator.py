@@ -12,97 +12,24 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from .model import PrototypeMIL, PrototypeMILConfig, class_probabilities, head_logits, normalize_features
+from .convex_head import RECOMMENDED, check_head_options
 from .preprocessing import BagStandardizer
 from .serialization import ModelFileError, load_model_file, save_model_file, to_jsonable
 from .training import TrainConfig
 from .utils import resolve_device
-from .validation import check_bags, check_labels
+from .validation import (
+    align_frames,
+    check_bags,
+    check_chunk_size,
+    check_distance_range,
+    check_finite_scores,
+    check_labels,
+    frame_columns,
+    seed_from,
+)
 
-__all__ = ["PrototypeMILClassifier", "load_model"]
+__all__ = ["PrototypeMILClassifier", "load_model", "RECOMMENDED"]
 
-# Squared instance norms above this (after standardisation) would overflow the
-# prototype distances in the model's float type; the margin covers |x - p|^2 <= 2|x|^2 + 2|p|^2
-# and the sums over instances behind mean pooling.
-_RANGE_MARGIN = 64.0
-
-
-def _seed_from(random_state) -> int:
-    """An integer seed from scikit-learn's ``random_state`` convention.
-
-    None draws fresh entropy (each fit differs), an int is used as it is, a
-    ``numpy.random.RandomState`` or ``Generator`` gives the next draw of its stream.
-    """
-    if random_state is None:
-        return int(np.random.SeedSequence().generate_state(1)[0] >> 1)
-    if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
-        return int(random_state)
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(0, 2**31 - 1))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(0, 2**31 - 1))
-    raise ValueError(
-        f"random_state must be None, an int, a numpy RandomState or a numpy Generator; got {random_state!r}."
-    )
-
-
-def _check_chunk_size(chunk_size) -> int:
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (numbers.Integral, np.integer)) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer (instances per chunk), got {chunk_size!r}.")
-    return int(chunk_size)
-
-
-def _frame_names(bags) -> list[str] | None:
-    """Column names when every bag is a pandas DataFrame with the same columns."""
-    import pandas as pd
-
-    if isinstance(bags, (list, tuple)) and bags and all(isinstance(b, pd.DataFrame) for b in bags):
-        return [str(c) for c in bags[0].columns]
-    return None
-
-
-def _align_frames(bags, names: Sequence[str]) -> list[np.ndarray]:
-    """DataFrame bags as arrays with their columns in ``names`` order (matched by name)."""
-    import pandas as pd
-
-    out = []
-    for i, b in enumerate(bags):
-        if not isinstance(b, pd.DataFrame):
-            out.append(b)
-            continue
-        cols = [str(c) for c in b.columns]
-        missing = [n for n in names if n not in cols]
-        extra = [c for c in cols if c not in names]
-        if missing:
-            raise ValueError(f"bags[{i}] is missing feature column(s) {missing} the model was fitted with.")
-        if extra:
-            raise ValueError(f"bags[{i}] has column(s) {extra} the model was not fitted with.")
-        out.append(b.set_axis(cols, axis=1)[list(names)].to_numpy())
-    return out
-
-
-def _check_range(std_bags: Sequence[np.ndarray], dtype: torch.dtype) -> None:
-    """Refuse standardised bags whose distances would overflow ``dtype`` (giving NaN scores)."""
-    limit = float(torch.finfo(dtype).max) / _RANGE_MARGIN
-    for i, b in enumerate(std_bags):
-        sq = np.einsum("ij,ij->i", b, b)
-        bad = ~(sq < limit)  # also true for inf and NaN
-        if bad.any():
-            j = int(np.argmax(bad))
-            raise ValueError(
-                f"bags[{i}] has values too large for {str(dtype).replace('torch.', '')} distances after "
-                f"standardisation (instance {j}, norm {np.sqrt(sq[j]):.3g}); rescale the features or use "
-                "standardization='feature'."
-            )
-
-
-def _check_finite_scores(values: torch.Tensor, what: str) -> None:
-    bad = ~torch.isfinite(values).reshape(len(values), -1).all(dim=1)
-    if bool(bad.any()):
-        i = int(torch.nonzero(bad)[0])
-        raise ValueError(
-            f"bags[{i}] gets non-finite {what} ({int(bad.sum())} bag(s) in all); its features overflow the "
-            "model's arithmetic: rescale them or use standardization='feature'."
-        )
 
 
 class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
@@ -158,6 +85,20 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     autocast : {None, "bf16"}, default=None
         Compute the instance-prototype matrix products under bf16 autocast while
         training (tensor engine or :meth:`fit_streaming`; CPU or CUDA).
+    push : bool, default=False
+        After training, replace each prototype by its nearest training instance
+        (:func:`~minitorch_proto.convex_head.push_prototypes`); ``prototype_sources_``
+        then says which instance each prototype is.
+    head : {"gradient", "logistic"}, default="gradient"
+        "gradient": the classifier trained with the prototypes by Eq. 1 (the paper).
+        "logistic": after training (and pushing), the classifier is refitted on the frozen
+        features of the training bags as a logistic regression whose strength is chosen on
+        stratified inner folds of those bags (:func:`~minitorch_proto.convex_head.fit_convex_head`).
+    head_penalty : {"l2", "l1"}, default="l2"
+        Penalty of the "logistic" head.
+    class_weight : None, "balanced" or dict, default=None
+        Weights of the classes in the "logistic" head's loss, as in scikit-learn (a dict
+        maps the labels given to ``fit`` to weights): "balanced" makes unbalanced bag sets usable.
 
     Attributes
     ----------
@@ -166,6 +107,11 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     models_ : list of PrototypeMIL, every member (one unless ``n_seeds > 1``).
     standardizer_ : BagStandardizer
     history_ : list of dict, per-epoch mean of each loss term.
+    prototype_sources_ : int ndarray (n_members, n_prototypes, 2)
+        Only with ``push=True``: (training bag index, instance index) of the instance each
+        prototype of each member is, positions in the bags given to ``fit``.
+    head_C_ : list of float
+        Only with ``head="logistic"``: each member's chosen inverse strength.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when fitted on DataFrame bags (or with ``feature_names=``); predicting
@@ -209,6 +155,10 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         verbose: bool = False,
         chunk_size: int = 65_536,
         autocast: str | None = None,
+        push: bool = False,
+        head: str = "gradient",
+        head_penalty: str = "l2",
+        class_weight=None,
     ) -> None:
         self.n_prototypes = n_prototypes
         self.distance = distance
@@ -238,6 +188,22 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         self.verbose = verbose
         self.chunk_size = chunk_size
         self.autocast = autocast
+        self.push = push
+        self.head = head
+        self.head_penalty = head_penalty
+        self.class_weight = class_weight
+
+    @classmethod
+    def recommended(cls, **overrides) -> "PrototypeMILClassifier":
+        """The recommended model: prototypes started on and pushed onto real instances, a convex head.
+
+        One recipe for every data set (:data:`~minitorch_proto.convex_head.RECOMMENDED`):
+        k-means++ prototypes from the training instances, min/mean/max pooling, a short
+        training, each prototype pushed onto its nearest training instance, and an L2
+        logistic head whose strength is chosen on inner folds. ``overrides`` are ordinary
+        parameters; the result is an ordinary estimator (``clone``, ``save``/``load`` work).
+        """
+        return cls(**{**RECOMMENDED, **overrides})
 
     # ------------------------------------------------------------ configs
     def model_config(self) -> PrototypeMILConfig:
@@ -283,10 +249,10 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         :class:`PrototypeMIL` holding the current parameters (``standardizer_`` is
         already fitted by then).
         """
-        seed = self.seed_ = _seed_from(self.random_state)
-        names = _frame_names(bags)
+        seed = self.seed_ = seed_from(self.random_state)
+        names = frame_columns(bags)
         if names is not None:
-            bags = _align_frames(bags, names)
+            bags = align_frames(bags, names)
         if feature_names is not None:
             names = [str(n) for n in feature_names]
             n_cols = np.shape(bags[0])[-1] if len(bags) else None
@@ -317,14 +283,16 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         from .training import train_batched
 
         mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
+        check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone))
         k = self._n_members()
         # Each target's members are seeded seed, seed + 1, ...: all targets' members train together.
         seeds = [int(s) + j for s in seeds for j in range(k)]
-        _check_chunk_size(self.chunk_size)
+        check_chunk_size(self.chunk_size)
         bags = check_bags(bags)
         y_enc, classes = check_labels(y, len(bags))
         standardizer = BagStandardizer(self.standardization).fit(bags)
-        _check_range(standardizer.transform(bags), torch.float32)
+        std_bags = standardizer.transform(bags)
+        check_distance_range(std_bags, torch.float32)
         for est in targets:
             est.classes_, est.n_features_in_, est.standardizer_ = classes, bags[0].shape[1], standardizer
         hook = None
@@ -345,6 +313,21 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
                     f"training diverged (seed {seeds[m]}): the parameters became NaN or infinite; lower the "
                     "learning rates or standardise the features (standardization='feature')."
                 )
+        if self.push or self.head == "logistic":
+            for t, est in enumerate(targets):
+                est._refit_after_training(std_bags, y_enc, classes, seeds[t * k : (t + 1) * k])
+
+    def _refit_after_training(self, std_bags, y_enc, classes, seeds) -> None:
+        """Push each member's prototypes onto training instances, then refit its head (convex)."""
+        from .convex_head import refit_members
+
+        sources, cs = refit_members(self.models_, std_bags, y_enc, classes, seeds, push=bool(self.push),
+                                    head=self.head, penalty=self.head_penalty, class_weight=self.class_weight,
+                                    chunk_size=int(self.chunk_size))
+        if sources is not None:
+            self.prototype_sources_ = sources
+        if cs is not None:
+            self.head_C_ = cs
 
     def _n_members(self) -> int:
         k = int(self.n_seeds)
@@ -397,7 +380,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         if not hasattr(bags, "rows"):
             bags = check_bags(bags)  # a lazy dataset checks its files itself, as it reads them
         y_enc, classes = check_labels(y, len(bags))
-        seed = self.seed_ = _seed_from(self.random_state)
+        seed = self.seed_ = seed_from(self.random_state)
         fit = train_streaming(
             bags, y_enc, mconf, tconf, seed=seed, n_classes=len(classes), standardization=self.standardization,
             chunk_size=int(self.chunk_size), dtype=dtype, device=resolve_device(self.device), autocast=self.autocast,
@@ -423,10 +406,10 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         of about ``chunk_size`` instances at a time, so it is never all in memory.
         """
         self._check_fitted()
-        _check_chunk_size(self.chunk_size)
+        check_chunk_size(self.chunk_size)
         names = getattr(self, "feature_names_in_", None)
-        if names is not None and _frame_names(bags) is not None:
-            bags = _align_frames(bags, list(names))
+        if names is not None and frame_columns(bags) is not None:
+            bags = align_frames(bags, list(names))
         if hasattr(bags, "rows") and hasattr(bags, "sizes"):
             ends = np.cumsum(np.asarray(bags.sizes))
             cuts, start = [0], 0
@@ -443,7 +426,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
     def _pooled(self, bags: list[np.ndarray]) -> torch.Tensor:
         std = self.standardizer_.transform(bags)
-        _check_range(std, self.model_.prototypes.dtype)
+        check_distance_range(std, self.model_.prototypes.dtype)
         sizes = np.array([len(b) for b in std])
         bag_index = np.repeat(np.arange(len(std)), sizes)
         return self.model_.pooled_chunked(np.concatenate(std), bag_index, len(std), self.chunk_size)[0]
@@ -451,7 +434,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     def _logits(self, bags) -> torch.Tensor:
         with torch.no_grad():
             logits = head_logits(self._features(bags), self.model_.weight, self.model_.bias)
-        _check_finite_scores(logits, "scores")
+        check_finite_scores(logits, "scores")
         return logits
 
     def predict_proba(self, bags: Sequence[np.ndarray]) -> np.ndarray:
@@ -504,6 +487,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         # Ensemble members after the first: state dicts of the same shapes, in seed order.
         for j, member in enumerate(models[1:], start=1):
             tensors.update({f"member{j}/{k}": v for k, v in member.state_dict().items()})
+        if getattr(self, "prototype_sources_", None) is not None:
+            tensors["prototype_sources"] = np.asarray(self.prototype_sources_, dtype=np.int64)
         state = self.standardizer_.get_state()
         for key in ("mean", "scale"):
             if state.get(key) is not None:
@@ -565,6 +550,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
                 if f"standardizer/{key}" in mf.tensors:
                     std[key] = mf.tensors[f"standardizer/{key}"].numpy()
             clf.standardizer_ = BagStandardizer.from_state(std)
+            if "prototype_sources" in mf.tensors:
+                clf.prototype_sources_ = mf.tensors["prototype_sources"].numpy().astype(np.int64)
             clf.history_ = h.get("history", [])
             clf.models_ = [model]
             for j in range(1, int(h.get("n_members", 1))):

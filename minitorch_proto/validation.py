@@ -5,11 +5,15 @@ offending bag or label, so a user can find the problem in their own data.
 """
 from __future__ import annotations
 
+import numbers
 from typing import Sequence
 
 import numpy as np
 
-__all__ = ["check_bags", "check_labels", "check_same_length"]
+__all__ = [
+    "check_bags", "check_labels", "check_same_length", "seed_from", "check_chunk_size", "frame_columns",
+    "align_frames", "check_distance_range", "check_finite_scores",
+]
 
 
 def check_bags(
@@ -145,3 +149,94 @@ def check_same_length(**arrays) -> int:
         desc = ", ".join(f"{k}={n}" for k, n in lengths.items())
         raise ValueError(f"Lengths differ: {desc}.")
     return next(iter(lengths.values()))
+
+
+# Squared instance norms above this (after standardisation) would overflow the
+# prototype distances in the model's float type; the margin covers |x - p|^2 <= 2|x|^2 + 2|p|^2
+# and the sums over instances behind mean pooling.
+_RANGE_MARGIN = 64.0
+
+
+def seed_from(random_state) -> int:
+    """An integer seed from scikit-learn's ``random_state`` convention.
+
+    None draws fresh entropy (each fit differs), an int is used as it is, a
+    ``numpy.random.RandomState`` or ``Generator`` gives the next draw of its stream.
+    """
+    if random_state is None:
+        return int(np.random.SeedSequence().generate_state(1)[0] >> 1)
+    if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
+        return int(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**31 - 1))
+    raise ValueError(
+        f"random_state must be None, an int, a numpy RandomState or a numpy Generator; got {random_state!r}."
+    )
+
+
+def check_chunk_size(chunk_size) -> int:
+    """``chunk_size`` as a positive int (bools and floats refused)."""
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, (numbers.Integral, np.integer)) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive integer (instances per chunk), got {chunk_size!r}.")
+    return int(chunk_size)
+
+
+def frame_columns(bags) -> list[str] | None:
+    """Column names when every bag is a pandas DataFrame with the same columns."""
+    import pandas as pd
+
+    if isinstance(bags, (list, tuple)) and bags and all(isinstance(b, pd.DataFrame) for b in bags):
+        return [str(c) for c in bags[0].columns]
+    return None
+
+
+def align_frames(bags, names: Sequence[str]) -> list[np.ndarray]:
+    """DataFrame bags as arrays with their columns in ``names`` order (matched by name)."""
+    import pandas as pd
+
+    out = []
+    for i, b in enumerate(bags):
+        if not isinstance(b, pd.DataFrame):
+            out.append(b)
+            continue
+        cols = [str(c) for c in b.columns]
+        missing = [n for n in names if n not in cols]
+        extra = [c for c in cols if c not in names]
+        if missing:
+            raise ValueError(f"bags[{i}] is missing feature column(s) {missing} the model was fitted with.")
+        if extra:
+            raise ValueError(f"bags[{i}] has column(s) {extra} the model was not fitted with.")
+        out.append(b.set_axis(cols, axis=1)[list(names)].to_numpy())
+    return out
+
+
+def check_distance_range(std_bags: Sequence[np.ndarray], dtype) -> None:
+    """Refuse standardised bags whose distances would overflow ``dtype`` (giving NaN scores)."""
+    import torch
+
+    limit = float(torch.finfo(dtype).max) / _RANGE_MARGIN
+    for i, b in enumerate(std_bags):
+        sq = np.einsum("ij,ij->i", b, b)
+        bad = ~(sq < limit)  # also true for inf and NaN
+        if bad.any():
+            j = int(np.argmax(bad))
+            raise ValueError(
+                f"bags[{i}] has values too large for {str(dtype).replace('torch.', '')} distances after "
+                f"standardisation (instance {j}, norm {np.sqrt(sq[j]):.3g}); rescale the features or use "
+                "standardization='feature'."
+            )
+
+
+def check_finite_scores(values, what: str) -> None:
+    """Refuse non-finite scores (a torch tensor, one row per bag), naming the first bag."""
+    import torch
+
+    bad = ~torch.isfinite(values).reshape(len(values), -1).all(dim=1)
+    if bool(bad.any()):
+        i = int(torch.nonzero(bad)[0])
+        raise ValueError(
+            f"bags[{i}] gets non-finite {what} ({int(bad.sum())} bag(s) in all); its features overflow the "
+            "model's arithmetic: rescale them or use standardization='feature'."
+        )

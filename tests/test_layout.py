@@ -20,7 +20,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bags", "distances", "preprocessing"),
     ("model",),
     ("training",),
-    ("paper", "serialization"),
+    ("paper", "serialization", "convex_head"),
     ("estimator",),
     ("baselines",),
     ("meta_estimators", "methods", "evaluation"),

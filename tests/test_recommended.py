@@ -1,0 +1,90 @@
+"""The recommended model's ingredients: pushed prototypes that are real instances, a convex head, class weights."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from minitorch_proto.convex_head import HEAD_CS, fit_convex_head, push_prototypes
+from minitorch_proto.estimator import RECOMMENDED, PrototypeMILClassifier, load_model
+
+from .conftest import make_concept_bags
+
+FAST = dict(n_prototypes=6, epochs=3)
+
+
+@pytest.fixture
+def data():
+    return make_concept_bags(n_bags=40, n_features=5, seed=7)
+
+
+def test_push_copies_the_nearest_instance():
+    rng = np.random.default_rng(0)
+    bags = [rng.normal(size=(k, 3)) for k in (4, 1, 6)]
+    P = rng.normal(size=(5, 3))
+    pushed, src = push_prototypes(P, bags)
+    everything = np.concatenate(bags)
+    for d in range(5):
+        nearest = everything[np.argmin(((everything - P[d]) ** 2).sum(1))]
+        np.testing.assert_array_equal(pushed[d], nearest)
+        np.testing.assert_array_equal(pushed[d], bags[src[d, 0]][src[d, 1]])
+
+
+def test_every_pushed_prototype_is_the_training_instance_its_source_names(data):
+    bags, y = data
+    clf = PrototypeMILClassifier.recommended(n_seeds=2, random_state=3, **FAST).fit(bags, y)
+    assert clf.prototype_sources_.shape == (2, 6, 2)
+    std = clf.standardizer_.transform(bags)
+    for j, model in enumerate(clf.models_):
+        P = model.prototypes.detach().numpy()
+        for d, (b, k) in enumerate(clf.prototype_sources_[j]):
+            np.testing.assert_array_equal(P[d], std[b][k].astype(P.dtype))
+    assert all(c in HEAD_CS for c in clf.head_C_)
+
+
+def test_recommended_is_an_ordinary_estimator(data, tmp_path):
+    bags, y = data
+    clf = PrototypeMILClassifier.recommended(**FAST)
+    assert clone(clf).get_params() == clf.get_params()
+    for key, value in RECOMMENDED.items():
+        if key not in FAST:
+            assert clf.get_params()[key] == value
+    clf.fit(bags, y)
+    again = PrototypeMILClassifier.recommended(**FAST).fit(bags, y)
+    np.testing.assert_array_equal(clf.predict_proba(bags), again.predict_proba(bags))  # same seed, same model
+    path = clf.save(tmp_path / "rec.safetensors")
+    loaded = load_model(path)
+    np.testing.assert_allclose(loaded.predict_proba(bags), clf.predict_proba(bags), rtol=1e-6)
+    np.testing.assert_array_equal(loaded.prototype_sources_, clf.prototype_sources_)
+
+
+def test_class_weights_equal_duplicated_bags():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 4))
+    y = (X[:, 0] + 0.5 * rng.normal(size=30) > 0.3).astype(int)
+    w, b, _ = fit_convex_head(X, y, 2, Cs=[1.0], class_weight={1: 2.0})
+    twice = np.concatenate([X, X[y == 1]]), np.concatenate([y, y[y == 1]])
+    # Duplicating moves the standardisation statistics; feed the weighted fit the same ones.
+    mean, scale = twice[0].mean(0), twice[0].std(0)
+    w2, b2, _ = fit_convex_head(*twice, 2, Cs=[1.0])
+    Z = (X - mean) / scale
+    from sklearn.linear_model import LogisticRegression
+
+    ref = LogisticRegression(C=1.0, solver="liblinear", class_weight={1: 2.0}, max_iter=5000).fit(Z, y)
+    dup = LogisticRegression(C=1.0, solver="liblinear", max_iter=5000).fit((twice[0] - mean) / scale, twice[1])
+    np.testing.assert_allclose(ref.coef_, dup.coef_, rtol=1e-4, atol=1e-6)
+    # and the package's head is that weighted fit, with its scaling folded into the weights
+    np.testing.assert_allclose(w2 @ X.T + b2, (dup.coef_ @ Z.T + dup.intercept_), rtol=1e-6, atol=1e-8)
+    assert w.shape == (1, 4) and b.shape == (1,)
+
+
+def test_head_options_are_checked(data):
+    bags, y = data
+    with pytest.raises(ValueError, match="class_weight needs head='logistic'"):
+        PrototypeMILClassifier(class_weight="balanced", **FAST).fit(bags, y)
+    with pytest.raises(ValueError, match="head must be"):
+        PrototypeMILClassifier(head="svm", **FAST).fit(bags, y)
+    with pytest.raises(ValueError, match="not in y"):
+        PrototypeMILClassifier.recommended(class_weight={"x": 2.0}, **FAST).fit(bags, y)
+    balanced = PrototypeMILClassifier.recommended(class_weight="balanced", **FAST).fit(bags, y)
+    assert balanced.predict_proba(bags).shape == (len(bags), 2)
