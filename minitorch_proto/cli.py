@@ -44,6 +44,9 @@ def _add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
                          "dataset), read lazily; bag ids and labels from --labels")
         p.add_argument("--labels", default=None, help="CSV of bag ids and labels for --bags-dir "
                        "(default: DIR/labels.csv)")
+        p.add_argument("--follow-links", action="store_true",
+                       help="with --bags-dir: also read feature files that are links to places outside the folder "
+                       "(refused by default: a shared folder could otherwise point the tool at any of your files)")
         p.add_argument("--bag-col", default="bag", help="bag-id column of --csv or --labels (default: bag)")
         p.add_argument("--label-col", default="label", help="label column of --csv or --labels (default: label)")
     p.add_argument("--data-dir", default=None,
@@ -123,9 +126,14 @@ def _load(args, labels: bool = True, feature_names: Sequence[str] | None = None)
         bags_dir = Path(args.bags_dir)
         if not bags_dir.is_dir():
             raise ValueError(f"--bags-dir {bags_dir} is not a folder.")
-        labels = args.labels or bags_dir / "labels.csv"
-        check_input_file(labels, "--labels")
-        return DiskBagDataset(bags_dir, labels, bag_col=args.bag_col, label_col=args.label_col), None
+        labels_path = args.labels or bags_dir / "labels.csv"
+        check_input_file(labels_path, "--labels")
+        ds = DiskBagDataset(bags_dir, labels_path, bag_col=args.bag_col, label_col=args.label_col,
+                            follow_links=getattr(args, "follow_links", False))
+        if labels and ds.y is None:
+            raise ValueError(f"--labels {labels_path} has no label column {args.label_col!r} (columns: {ds.columns}); "
+                             "name it with --label-col.")
+        return ds, None
     if not getattr(args, "csv", None):
         return _benchmark(args, args.dataset), None
     path = check_input_file(args.csv, "--csv")

@@ -8,10 +8,18 @@ estimator, the cross-validation runner and the CLI accept like a list of arrays,
 without holding the collection in memory: ``.npy`` files are memory-mapped,
 ``.pt`` files are loaded with ``mmap=True`` and ``.h5`` datasets are sliced, so a
 bag (or a range of its rows, :meth:`DiskBagDataset.rows`) is read only when asked for.
+
+The folder and its labels file are often someone else's, so they are read as
+untrusted input: a bag id is a file name, never a path (no separators, no ``..``,
+nothing that resolves outside the folder), a link that leads outside the folder
+is refused unless ``follow_links=True``, ``.pt`` files are loaded with
+``weights_only=True`` and refused when they would need code to load, and every
+unreadable file is a one-line :class:`BagFileError` naming it.
 """
 from __future__ import annotations
 
 import os
+import pickle
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +27,30 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["DiskBagDataset", "FEATURE_SUFFIXES", "write_bag_folder"]
+__all__ = ["BagFileError", "DiskBagDataset", "FEATURE_SUFFIXES", "write_bag_folder"]
 
 FEATURE_SUFFIXES = (".npy", ".pt", ".h5", ".hdf5")
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+class BagFileError(ValueError):
+    """A bag folder, its labels file or one of its feature files cannot be used (one line, names the file)."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split("\n")[0].split()) or type(exc).__name__
+    # torch's advice to retry with weights_only=False is the one thing not to do with a stranger's file.
+    return text.split(" Re-running `torch.load`")[0].split("(1) ")[0].rstrip(" .:")
+
+
+def check_bag_id(bag_id: str, where: str) -> str:
+    """``bag_id`` if it is a plain file name; a one-line :class:`BagFileError` otherwise."""
+    text = str(bag_id)
+    seps = {"/", "\\", os.sep} | ({os.altsep} if os.altsep else set())
+    if text in ("", ".", "..") or any(c in text for c in seps) or "\x00" in text:
+        raise BagFileError(f"{where}: bag id {text!r} is refused: bag ids are file names, not paths "
+                           "(no '/', '\\', '..', NUL or empty ids).")
+    return text
 
 
 @dataclass(frozen=True)
@@ -33,20 +62,34 @@ class _BagFile:
     n_features: int
 
 
-def _load_pt(path: Path, key: str):
+def _torch_load(path: Path):
     import torch
 
     try:
         # mmap keeps the storage on disk until rows are touched (zip-format files only).
-        obj = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except pickle.UnpicklingError:
+        raise
     except RuntimeError:
-        obj = torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def _load_pt(path: Path, key: str):
+    import torch
+
+    try:
+        obj = _torch_load(path)
+    except pickle.UnpicklingError:
+        raise BagFileError(f"{path}: refused: loading it would run code (it pickles Python objects, not plain "
+                           "tensors); save the features with torch.save(tensor) or as .npy.") from None
+    except Exception as exc:  # noqa: BLE001 - any failure of a stranger's file is a one-line input error
+        raise BagFileError(f"{path}: not a readable PyTorch tensor file ({_first_line(exc)}).") from None
     if isinstance(obj, dict):
         if key not in obj:
-            raise ValueError(f"{path}: the saved dict has no {key!r} entry (keys: {sorted(map(str, obj))}).")
+            raise BagFileError(f"{path}: the saved dict has no {key!r} entry (keys: {sorted(map(str, obj))}).")
         obj = obj[key]
     if not isinstance(obj, torch.Tensor):
-        raise ValueError(f"{path}: expected a tensor or a dict with a {key!r} tensor, got {type(obj).__name__}.")
+        raise BagFileError(f"{path}: expected a tensor or a dict with a {key!r} tensor, got {type(obj).__name__}.")
     return obj
 
 
@@ -57,18 +100,30 @@ def _open_array(path: Path, key: str):
     """
     suffix = path.suffix.lower()
     if suffix == ".npy":
+        with open(path, "rb") as fh:
+            head = fh.read(len(_NPY_MAGIC))
+        if head != _NPY_MAGIC:
+            raise BagFileError(f"{path}: not a NumPy .npy file ({'empty' if not head else 'no .npy header'}).")
         try:
             return np.load(path, mmap_mode="r", allow_pickle=False), None
         except ValueError as exc:
-            raise ValueError(f"{path}: not a plain numeric .npy array ({exc}).") from exc
+            if "pickled" in str(exc):
+                raise BagFileError(f"{path}: refused: it holds Python objects, and loading them would run "
+                                   "code; save a numeric array.") from None
+            raise BagFileError(f"{path}: not a plain numeric .npy array ({_first_line(exc)}).") from None
+        except (OSError, EOFError) as exc:
+            raise BagFileError(f"{path}: a damaged .npy file ({_first_line(exc)}).") from None
     if suffix == ".pt":
         return _load_pt(path, key), None
     import h5py
 
-    handle = h5py.File(path, "r")
-    if key not in handle:
+    try:
+        handle = h5py.File(path, "r")
+    except Exception as exc:  # noqa: BLE001 - h5py raises OSError and others for damaged files
+        raise BagFileError(f"{path}: not a readable HDF5 file ({_first_line(exc)}).") from None
+    if key not in handle or not isinstance(handle[key], h5py.Dataset):
         handle.close()
-        raise ValueError(f"{path}: no {key!r} dataset in the HDF5 file.")
+        raise BagFileError(f"{path}: no {key!r} dataset in the HDF5 file.")
     return handle[key], handle
 
 
@@ -111,6 +166,10 @@ class DiskBagDataset(Sequence):
         Check every row read for NaN and infinity (the error names the file).
     name : str, optional
         Short name for messages and reports (default: the folder's name).
+    follow_links : bool, default=False
+        Read feature files that are symbolic links to places outside ``root``. Off by
+        default: a shared folder's links could otherwise make the tool read any file the
+        user can read. Links that stay inside ``root`` are always followed.
 
     Attributes
     ----------
@@ -140,10 +199,12 @@ class DiskBagDataset(Sequence):
         key: str = "features",
         check_finite: bool = True,
         name: str | None = None,
+        follow_links: bool = False,
     ) -> None:
         import pandas as pd
 
         root, labels = Path(root), Path(labels)
+        self.follow_links = bool(follow_links)
         if not root.is_dir():
             raise FileNotFoundError(f"Bag folder {root} does not exist or is not a folder.")
         if not labels.is_file():
@@ -151,27 +212,30 @@ class DiskBagDataset(Sequence):
         try:
             table = pd.read_csv(labels, dtype={bag_col: str})
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{labels}: not a readable CSV ({exc}).") from exc
+            raise BagFileError(f"{labels}: not a readable CSV ({_first_line(exc)}).") from None
         if bag_col not in table.columns:
-            raise ValueError(f"{labels}: no bag-id column {bag_col!r} (columns: {list(table.columns)}).")
+            raise BagFileError(f"{labels}: no bag-id column {bag_col!r} (columns: {list(table.columns)}).")
         if len(table) == 0:
-            raise ValueError(f"{labels}: lists no bags.")
+            raise BagFileError(f"{labels}: lists no bags.")
         ids = table[bag_col]
         if ids.isna().any():
-            raise ValueError(f"{labels}: row {int(np.flatnonzero(ids.isna())[0]) + 2} has no bag id.")
+            raise BagFileError(f"{labels}: row {int(np.flatnonzero(ids.isna())[0]) + 2} has no bag id.")
+        for bag_id in ids:
+            check_bag_id(bag_id, str(labels))
         dup = ids[ids.duplicated()]
         if len(dup):
-            raise ValueError(f"{labels}: bag id {dup.iloc[0]!r} is listed twice.")
+            raise BagFileError(f"{labels}: bag id {dup.iloc[0]!r} is listed twice.")
         y = None
         if label_col in table.columns:
             lab = table[label_col]
             if lab.isna().any():
                 bad = int(np.flatnonzero(lab.isna())[0])
-                raise ValueError(f"{labels}: bag {ids.iloc[bad]!r} (row {bad + 2}) has no label.")
+                raise BagFileError(f"{labels}: bag {ids.iloc[bad]!r} (row {bad + 2}) has no label.")
             y = lab.to_numpy()
         self.root, self.labels_path, self.key = root, labels, key
         self.check_finite = bool(check_finite)
         self.name = name or root.name
+        self.columns = [str(c) for c in table.columns]
         self.bag_ids = ids.astype(str).to_numpy()
         self.y = y
         self._files = [self._inspect(str(b)) for b in self.bag_ids]
@@ -179,7 +243,7 @@ class DiskBagDataset(Sequence):
         if len(widths) > 1:
             first = self._files[0]
             odd = next(f for f in self._files if f.n_features != first.n_features)
-            raise ValueError(
+            raise BagFileError(
                 f"{odd.path} has {odd.n_features} features but {first.path} has {first.n_features}: "
                 "every bag needs the same number."
             )
@@ -193,33 +257,55 @@ class DiskBagDataset(Sequence):
         sub._files = [parent._files[i] for i in index]
         return sub
 
+    def _candidates(self, bag_id: str) -> list[Path]:
+        """The bag's feature files, each checked to stay inside the folder (or allowed to leave it)."""
+        root = self.root.resolve()
+        found = []
+        for suffix in FEATURE_SUFFIXES:
+            path = self.root / f"{bag_id}{suffix}"
+            if not path.is_symlink() and not path.exists():
+                continue
+            try:
+                real = path.resolve(strict=True)
+            except (RuntimeError, OSError) as exc:
+                loop = isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == 40 or "loop" in str(exc)
+                raise BagFileError(f"{path}: {'a symbolic link loop' if loop else 'a broken link'}.") from None
+            if not real.is_relative_to(root) and not self.follow_links:
+                raise BagFileError(f"{path} leads outside {self.root} (to {real}); refused unless you allow "
+                                   "links out of the folder (--follow-links, follow_links=True).")
+            if real.is_file():
+                found.append(path)
+        return found
+
     def _inspect(self, bag_id: str) -> _BagFile:
-        found = [self.root / f"{bag_id}{s}" for s in FEATURE_SUFFIXES if (self.root / f"{bag_id}{s}").is_file()]
+        found = self._candidates(bag_id)
         if not found:
             tried = ", ".join(f"{bag_id}{s}" for s in FEATURE_SUFFIXES)
             raise FileNotFoundError(f"No feature file for bag {bag_id!r} in {self.root} (looked for {tried}).")
         if len(found) > 1:
-            raise ValueError(f"Bag {bag_id!r} has several feature files ({', '.join(p.name for p in found)}): keep one.")
+            raise BagFileError(f"Bag {bag_id!r} has several feature files ({', '.join(p.name for p in found)}): keep one.")
         path = found[0]
         try:
             arr, handle = _open_array(path, self.key)
+        except BagFileError:
+            raise
         except (OSError, EOFError) as exc:
-            raise ValueError(f"{path}: could not be read ({exc}).") from exc
+            raise BagFileError(f"{path}: could not be read ({_first_line(exc)}).") from None
         try:
             shape, dtype = tuple(arr.shape), arr.dtype
         finally:
             if handle is not None:
                 handle.close()
         if not _kind_ok(dtype):
-            raise ValueError(f"{path}: features must be numeric, got dtype {dtype}.")
+            raise BagFileError(f"{path}: features must be numeric, got dtype {dtype}.")
         if len(shape) == 1:
             shape = (1, shape[0])
         if len(shape) != 2:
-            raise ValueError(f"{path}: features must be 2-D (instances x features); got shape {shape}.")
+            raise BagFileError(f"{path}: features must be 2-D (instances x features); got shape {shape}.")
         if shape[0] == 0:
-            raise ValueError(f"{path}: the bag is empty; every bag needs at least one instance.")
+            raise BagFileError(f"{path}: the bag is empty; every bag needs at least one instance.")
         if shape[1] == 0:
-            raise ValueError(f"{path}: the bag has no features.")
+            raise BagFileError(f"{path}: the bag has no features.")
         return _BagFile(path, int(shape[0]), int(shape[1]))
 
     # ------------------------------------------------------------ sequence
@@ -262,18 +348,24 @@ class DiskBagDataset(Sequence):
         ``.npy`` rows come back as a read-only memory map; cast or copy before writing.
         """
         f = self._files[i]
-        arr, handle = _open_array(f.path, self.key)
         try:
-            if len(arr.shape) == 1:
-                out = _as_numpy(arr[:]).reshape(1, -1)[start:stop]
-            else:
-                out = _as_numpy(arr[start:stop])
-        finally:
-            if handle is not None:
-                handle.close()
+            arr, handle = _open_array(f.path, self.key)
+            try:
+                if len(arr.shape) == 1:
+                    out = _as_numpy(arr[:]).reshape(1, -1)[start:stop]
+                else:
+                    out = _as_numpy(arr[start:stop])
+            finally:
+                if handle is not None:
+                    handle.close()
+        except BagFileError:
+            raise
+        except (OSError, EOFError, ValueError, RuntimeError) as exc:
+            # The file changed or was truncated after the folder was opened.
+            raise BagFileError(f"{f.path}: could not be read ({_first_line(exc)}).") from None
         if self.check_finite and out.dtype.kind == "f" and not np.isfinite(out).all():
             bad = np.argwhere(~np.isfinite(out))[0]
-            raise ValueError(
+            raise BagFileError(
                 f"{f.path} contains NaN or infinite values (first at instance {int(bad[0]) + start}, "
                 f"feature {int(bad[1])})."
             )
@@ -371,6 +463,8 @@ def write_bag_folder(
     ids = [str(b) for b in (bag_ids if bag_ids is not None else range(len(bags)))]
     if len(ids) != len(bags):
         raise ValueError(f"Got {len(bags)} bags but {len(ids)} bag ids.")
+    for bag_id in ids:
+        check_bag_id(bag_id, "bag_ids")
     for bag_id, bag in zip(ids, bags):
         arr = np.ascontiguousarray(np.asarray(bag, dtype=dtype))
         path = root / f"{bag_id}.{fmt}"
