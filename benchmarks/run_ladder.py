@@ -27,7 +27,7 @@ from minitorch_proto.data import load_benchmark
 from minitorch_proto.evaluation.cv import stratified_folds
 from minitorch_proto.evaluation.ladder import LADDER_STEPS, NESTED_STEP, ladder_table, run_ladder
 
-NESTED_METHOD = "prototype (tuned ensemble)"  # cli.PROTOTYPE_BEST
+NESTED_METHOD = "prototype (tuned ensemble)"  # methods.PROTOTYPE_BEST
 
 
 def main(argv=None) -> int:

@@ -119,6 +119,7 @@ def _load(args, labels: bool = True, feature_names: Sequence[str] | None = None)
     any order works; a missing or an extra column is an error.
     """
     from .data import from_dataframe
+    from .data.readers import _shown
 
     if getattr(args, "bags_dir", None):
         from .data.disk import DiskBagDataset
@@ -138,32 +139,37 @@ def _load(args, labels: bool = True, feature_names: Sequence[str] | None = None)
         return _benchmark(args, args.dataset), None
     path = check_input_file(args.csv, "--csv")
     try:
-        df = pd.read_csv(path)
+        # Bag ids are names: read as text, so "007" and "7" stay two bags and come back as written.
+        df = pd.read_csv(path, dtype={args.bag_col: str})
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise ValueError(f"--csv {path} is not a readable CSV: {str(exc).splitlines()[0]}") from None
     columns = [str(c) for c in df.columns]
     df.columns = columns
     if args.bag_col not in columns:
-        raise ValueError(f"--csv {path} has no bag column {args.bag_col!r} (columns: {columns}); "
+        raise ValueError(f"--csv {path} has no bag column {args.bag_col!r} (columns: {_shown(columns)}); "
                          "name it with --bag-col.")
     if args.label_col not in columns:
         if labels:
-            raise ValueError(f"--csv {path} has no label column {args.label_col!r} (columns: {columns}); "
+            raise ValueError(f"--csv {path} has no label column {args.label_col!r} (columns: {_shown(columns)}); "
                              "name it with --label-col.")
         # Unlabelled bags, as a user predicts them: a placeholder label keeps one reader for both cases.
         df[args.label_col] = 0
     others = [c for c in columns if c not in (args.bag_col, args.label_col)]
     if feature_names is not None:
+        # Sets: matching 100,000 columns by name must cost about as much as reading them.
         names = [str(n) for n in feature_names]
-        missing = [n for n in names if n not in others]
-        extra = [c for c in others if c not in names]
+        present, wanted = set(others), set(names)
+        missing = [n for n in names if n not in present]
+        extra = [c for c in others if c not in wanted]
         if missing:
-            raise ValueError(f"--csv {path} is missing feature column(s) {missing} that the model was trained on.")
+            raise ValueError(f"--csv {path} is missing feature column(s) {_shown(missing)} that the model was "
+                             "trained on.")
         if extra:
-            raise ValueError(f"--csv {path} has column(s) {extra} that the model was not trained on; "
+            raise ValueError(f"--csv {path} has column(s) {_shown(extra)} that the model was not trained on; "
                              f"drop them (the model uses {len(names)} features).")
         others = names
-    ds = from_dataframe(df, bag_col=args.bag_col, label_col=args.label_col, feature_cols=others, name=path.stem)
+    ds = from_dataframe(df, bag_col=args.bag_col, label_col=args.label_col, feature_cols=others, name=path.stem,
+                        where=str(path))
     ds.source = str(path)
     return ds, others
 
@@ -245,8 +251,7 @@ def _estimator_from(args, dataset_name: str):
 
     mconf, tconf, std = _configs(args, dataset_name)
     return PrototypeMILClassifier(
-        **{k: v for k, v in mconf.to_dict().items() if k != "layer_norm_eps"},
-        **{k: v for k, v in tconf.to_dict().items() if k not in ("betas", "eps")},
+        **mconf.to_dict(), **tconf.to_dict(),
         standardization=std, device=args.device, backend=args.backend, random_state=args.seed, verbose=True,
         **({"chunk_size": args.chunk_size} if getattr(args, "chunk_size", None) else {}),
         autocast=None if getattr(args, "autocast", "none") == "none" else args.autocast,

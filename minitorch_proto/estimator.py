@@ -1,9 +1,10 @@
 """A scikit-learn style estimator around the prototype MIL model."""
 from __future__ import annotations
 
+import json
 import numbers
 import os
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -41,8 +42,11 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         D, the number of learned prototypes.
     distance : {"euclidean", "sqeuclidean", "manhattan", "cosine", "pseudo"}, default="euclidean"
     pooling : tuple of {"min", "mean", "max"}, default=("min",)
-    layer_norm : bool, default=True
-        Per-bag layer normalisation of the pooled distances (Eq. 4).
+    layer_norm : bool or None, default=None
+        Per-bag layer normalisation of the pooled distances (Eq. 4). None: on, except
+        with ``monotone=True``, which needs it off (so ``monotone=True`` alone works).
+    layer_norm_eps : float, default=1e-6
+        Added to the variance in Eq. 4b.
     bias : bool, default=True
     lambda_w, lambda_p, lambda_d : float, default=3e-4, 4e-3, 1e-2
         Weights of the L1 classifier penalty, the prototype-norm penalty and the
@@ -52,14 +56,15 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     init : {"normal", "instances", "kmeans++"}, default="normal"
     monotone : bool, default=False
         Classifier weights kept <= 0, so the score respects the standard MIL
-        assumption by construction; needs ``pooling=("min",)``, ``layer_norm=False``
-        and two classes (see :func:`~minitorch_proto.model.monotone_config`).
+        assumption by construction; needs ``pooling=("min",)``, layer norm off (implied
+        when ``layer_norm`` is None) and two classes (:func:`~minitorch_proto.model.monotone_config`).
     lr_prototypes, lr_classifier : float, default=9e-5, 3e-5
         Adam learning rates (Table 1, Musk1).
     epochs : int, default=100
     batch_size : int, default=1
     sampling, lr_halving_every, accumulate_gradients :
         Training-loop switches, see :class:`~minitorch_proto.training.TrainConfig`.
+    betas, eps : Adam's coefficients, default (0.9, 0.999) and 1e-8.
     standardization : {"feature", "instance", "none"}, default="feature"
         Fitted on the bags passed to :meth:`fit` only.
     device : str, default="auto"
@@ -130,7 +135,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         n_prototypes: int = 24,
         distance: str = "euclidean",
         pooling: Sequence[str] = ("min",),
-        layer_norm: bool = True,
+        layer_norm: bool | None = None,
         bias: bool = True,
         lambda_w: float = 3e-4,
         lambda_p: float = 4e-3,
@@ -139,6 +144,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         prototype_penalty: str = "norm",
         distance_penalty: str = "min",
         init: str = "normal",
+        layer_norm_eps: float = 1e-6,
         monotone: bool = False,
         lr_prototypes: float = 9e-5,
         lr_classifier: float = 3e-5,
@@ -147,6 +153,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         sampling: str = "shuffle",
         lr_halving_every: int | None = None,
         accumulate_gradients: bool = False,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
         standardization: str = "feature",
         device: str = "auto",
         backend: str = "auto",
@@ -172,6 +180,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         self.prototype_penalty = prototype_penalty
         self.distance_penalty = distance_penalty
         self.init = init
+        self.layer_norm_eps = layer_norm_eps
         self.monotone = monotone
         self.lr_prototypes = lr_prototypes
         self.lr_classifier = lr_classifier
@@ -180,6 +189,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         self.sampling = sampling
         self.lr_halving_every = lr_halving_every
         self.accumulate_gradients = accumulate_gradients
+        self.betas = betas
+        self.eps = eps
         self.standardization = standardization
         self.device = device
         self.backend = backend
@@ -207,34 +218,17 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------ configs
     def model_config(self) -> PrototypeMILConfig:
-        """The :class:`PrototypeMILConfig` these parameters describe."""
-        return PrototypeMILConfig(
-            n_prototypes=int(self.n_prototypes),
-            distance=self.distance,
-            pooling=tuple(self.pooling) if not isinstance(self.pooling, str) else (self.pooling,),
-            layer_norm=bool(self.layer_norm),
-            bias=bool(self.bias),
-            lambda_w=float(self.lambda_w),
-            lambda_p=float(self.lambda_p),
-            lambda_d=float(self.lambda_d),
-            weight_penalty=self.weight_penalty,
-            prototype_penalty=self.prototype_penalty,
-            distance_penalty=self.distance_penalty,
-            init=self.init,
-            monotone=bool(self.monotone),
-        )
+        """The :class:`PrototypeMILConfig` these parameters describe (every field is a parameter)."""
+        values = {f.name: getattr(self, f.name) for f in fields(PrototypeMILConfig)}
+        if values["layer_norm"] is None:  # implied: on, except for the monotone variant, which needs it off
+            values["layer_norm"] = not bool(self.monotone)
+        if isinstance(values["pooling"], str):
+            values["pooling"] = (values["pooling"],)
+        return PrototypeMILConfig(**values)
 
     def train_config(self) -> TrainConfig:
-        """The :class:`TrainConfig` these parameters describe."""
-        return TrainConfig(
-            epochs=int(self.epochs),
-            lr_prototypes=float(self.lr_prototypes),
-            lr_classifier=float(self.lr_classifier),
-            batch_size=int(self.batch_size),
-            sampling=self.sampling,
-            lr_halving_every=self.lr_halving_every,
-            accumulate_gradients=bool(self.accumulate_gradients),
-        )
+        """The :class:`TrainConfig` these parameters describe (every field is a parameter)."""
+        return TrainConfig(**{f.name: getattr(self, f.name) for f in fields(TrainConfig)})
 
     # -------------------------------------------------------------- fit
     def fit(self, bags: Sequence[np.ndarray], y, on_epoch_end=None, *,
@@ -525,12 +519,14 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         """
         mf = load_model_file(path)
         h = mf.header
+        _check_header(path, h, mf.tensors)
         if h.get("estimator", cls.__name__) != cls.__name__:
             raise ModelFileError(f"{path} holds a {h.get('estimator')}, not a {cls.__name__}.")
         try:
             params = dict(h["params"])
-            if "pooling" in params and not isinstance(params["pooling"], str):
-                params["pooling"] = tuple(params["pooling"])
+            for key in ("pooling", "betas"):  # JSON has lists; the parameters were tuples
+                if isinstance(params.get(key), list):
+                    params[key] = tuple(params[key])
             unknown = sorted(set(params) - set(cls._get_param_names()))
             if unknown:
                 raise ModelFileError(f"{path} was written by a newer version (unknown parameters {unknown}).")
@@ -569,6 +565,45 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             m.eval()
         clf.model_ = model
         return clf
+
+
+def _check_header(path, h: dict, tensors: dict) -> None:
+    """The content of a model file makes sense: a one-line ModelFileError otherwise.
+
+    The digest only shows the file is as its writer left it; this checks what a writer
+    could still get wrong or make up (types, classes, finiteness, shapes).
+    """
+    def bad(why: str) -> ModelFileError:
+        return ModelFileError(f"{path} holds an invalid model: {why}.")
+
+    kinds = {"params": dict, "classes": list, "n_features_in": int, "standardizer": dict}
+    for key, kind in kinds.items():
+        if not isinstance(h.get(key), kind) or isinstance(h.get(key), bool):
+            raise bad(f"header field {key!r} must be a {kind.__name__}, got {type(h.get(key)).__name__}")
+    classes = h["classes"]
+    if len(classes) < 2 or len({json.dumps(c, sort_keys=True) for c in classes}) != len(classes):
+        raise bad(f"classes must be two or more distinct labels, got {classes!r}")
+    n_members = h.get("n_members", 1)
+    if not isinstance(n_members, int) or isinstance(n_members, bool) or n_members < 1:
+        raise bad(f"n_members must be a positive integer, got {n_members!r}")
+    if h["n_features_in"] < 1:
+        raise bad(f"n_features_in must be positive, got {h['n_features_in']}")
+    for name, t in tensors.items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise bad(f"tensor {name!r} holds NaN or infinite values")
+    for key in ("mean", "scale"):
+        t = tensors.get(f"standardizer/{key}")
+        if t is not None and tuple(t.shape) != (h["n_features_in"],):
+            raise bad(f"standardizer {key} has shape {tuple(t.shape)}, not ({h['n_features_in']},)")
+    scale = tensors.get("standardizer/scale")
+    if scale is not None and not bool((scale > 0).all()):
+        raise bad("standardizer scale must be positive")
+    members = {k.split("/")[0] for k in tensors if k.startswith("member")}
+    if len(members) != n_members - 1:
+        raise bad(f"the header says {n_members} member(s) but the file holds {len(members) + 1}")
+    src = tensors.get("prototype_sources")
+    if src is not None and (src.ndim != 3 or src.shape[0] != n_members or src.shape[2] != 2 or bool((src < 0).any())):
+        raise bad(f"prototype_sources has shape {tuple(src.shape)} or negative entries")
 
 
 def load_model(path: str | os.PathLike) -> PrototypeMILClassifier:

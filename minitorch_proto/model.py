@@ -46,6 +46,7 @@ from torch import nn
 
 from .bags import POOLINGS, BagBatch, segment_pool
 from .distances import available_distances, pairwise_distance, safe_sqrt
+from .validation import check_int
 
 __all__ = [
     "PrototypeMILConfig",
@@ -130,8 +131,7 @@ class PrototypeMILConfig:
     def __post_init__(self) -> None:
         pooling = tuple(self.pooling) if not isinstance(self.pooling, str) else (self.pooling,)
         object.__setattr__(self, "pooling", pooling)
-        if int(self.n_prototypes) < 1:
-            raise ValueError(f"n_prototypes must be >= 1, got {self.n_prototypes}.")
+        object.__setattr__(self, "n_prototypes", check_int("n_prototypes", self.n_prototypes))
         if self.distance not in available_distances():
             raise ValueError(f"Unknown distance {self.distance!r}; choose from {available_distances()}.")
         if not pooling or any(p not in POOLINGS for p in pooling) or len(set(pooling)) != len(pooling):

@@ -9,9 +9,15 @@ file can run arbitrary code when loaded).
 The JSON header carries ``format``, ``version``, whatever the writer puts there
 (configuration, class labels, feature names, training history...) and
 ``sha256``: a digest of every tensor's name, dtype, shape and bytes *and* of the
-rest of the header. :func:`load_model_file` recomputes it, so a damaged or
-edited file fails with a one-line :class:`ModelFileError` instead of giving
-quietly different predictions.
+rest of the header. :func:`load_model_file` recomputes it, so a file damaged
+by accident (a truncated copy, a flipped bit, a hand edit) fails with a one-line
+:class:`ModelFileError` instead of giving quietly different predictions. The
+digest detects damage; it does not prove who made the file: anyone can recompute
+it (:func:`tensor_digest` is public). So the reader also validates the content
+(the estimator's ``load``: header fields and types, finite tensors, shapes that
+agree with the header, two or more distinct classes). A file from someone you do
+not trust is therefore loaded without running code and checked for sense, but it
+can still hold a model that someone made to predict badly.
 
 Files written by version 0.1 (``torch.save`` of a dict, "format 1") are read with
 ``torch.load(weights_only=True)`` and an explicit allow-list of the NumPy types
@@ -235,7 +241,10 @@ def _read_header(path: Path, data: bytes) -> dict:
         header = json.loads(text)
     except ValueError:
         raise _damaged(path, "unreadable model header") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+    if not isinstance(header, dict):
+        raise ModelFileError(f"{path} is not a minitorch_proto model file (its header is a "
+                             f"{type(header).__name__}, not an object).")
+    if header.get("format") != FORMAT_NAME:
         raise ModelFileError(f"{path} is not a minitorch_proto model file (format {header.get('format')!r}).")
     return header
 

@@ -10,10 +10,27 @@ from typing import Sequence
 
 import numpy as np
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 __all__ = [
     "check_bags", "check_labels", "check_same_length", "seed_from", "check_chunk_size", "frame_columns",
-    "align_frames", "check_distance_range", "check_finite_scores",
+    "align_frames", "check_distance_range", "check_finite_scores", "check_int",
 ]
+
+
+def check_int(name: str, value, minimum: int | None = 1) -> int:
+    """``value`` as an int if it is a whole number >= ``minimum``; a one-line ValueError naming ``name`` otherwise.
+
+    Bools and fractional numbers are refused rather than truncated (``2.7`` prototypes is
+    a mistake, not a request for 2).
+    """
+    whole = isinstance(value, (numbers.Integral, np.integer)) or (
+        isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer())
+    if isinstance(value, (bool, np.bool_)) or not whole:
+        raise ValueError(f"{name} must be a whole number, got {value!r}.")
+    if minimum is not None and int(value) < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}.")
+    return int(value)
 
 
 def check_bags(
@@ -45,7 +62,7 @@ def check_bags(
     ------
     ValueError
         If there are no bags, a bag is empty, bags disagree on the number of
-        features, or a value is NaN or infinite.
+        features, or a value is NaN, infinite or beyond float32's range (about 3.4e38).
     """
     if isinstance(bags, np.ndarray) and bags.dtype != object:
         if bags.ndim != 3:
@@ -90,6 +107,14 @@ def check_bags(
             raise ValueError(
                 f"{name}[{i}] contains NaN or infinite values "
                 f"(first at instance {bad[0]}, feature {bad[1]})."
+            )
+        big = np.abs(arr) > _FLOAT32_MAX
+        if big.any():
+            # The models compute in float32: such a value would turn infinite there and poison the prototypes.
+            j, k = np.argwhere(big)[0]
+            raise ValueError(
+                f"{name}[{i}] holds a value beyond float32's range (instance {j}, feature {k}: {arr[j, k]!r}); "
+                "rescale the features."
             )
         out.append(np.ascontiguousarray(arr))
     return out
@@ -202,8 +227,9 @@ def align_frames(bags, names: Sequence[str]) -> list[np.ndarray]:
             out.append(b)
             continue
         cols = [str(c) for c in b.columns]
-        missing = [n for n in names if n not in cols]
-        extra = [c for c in cols if c not in names]
+        present, wanted = set(cols), set(names)
+        missing = [n for n in names if n not in present]
+        extra = [c for c in cols if c not in wanted]
         if missing:
             raise ValueError(f"bags[{i}] is missing feature column(s) {missing} the model was fitted with.")
         if extra:

@@ -144,7 +144,7 @@ def test_bag_dataset_properties_summary_and_subset(tmp_path):
     ds = read_mil_csv(_write(tmp_path / "Toy.csv", TOY_CSV))
     assert (len(ds), ds.n_bags, ds.n_instances, ds.n_features) == (3, 3, 5, 2)
     assert ds.summary() == {
-        "name": "toy", "bags": 3, "positive": 1, "negative": 2,
+        "name": "toy", "bags": 3, "positive": 1, "negative": 2, "classes": {0: 2, 1: 1},
         "instances": 5, "features": 2, "min_bag_size": 1, "max_bag_size": 2,
     }
     assert repr(ds) == "BagDataset(name='toy', bags=3 (1 positive, 2 negative), instances=5, features=2)"
@@ -391,9 +391,12 @@ def test_from_dataframe_feature_cols_and_label_coding():
     ds = from_dataframe(df, feature_cols=["f2"])
     assert ds.n_features == 1
     np.testing.assert_array_equal(ds.bags[0], [[10.0], [30.0]])
-    np.testing.assert_array_equal(ds.y, [1, 0, 1])
+    # labels are kept as given (issue 31): -1/+1 stays -1/+1, booleans stay booleans, text stays text
+    np.testing.assert_array_equal(ds.y, [1, -1, 1])
     ds_bool = from_dataframe(_user_frame().assign(label=lambda d: d["label"] == 1))
-    np.testing.assert_array_equal(ds_bool.y, [1, 0, 1])
+    np.testing.assert_array_equal(ds_bool.y, [True, False, True])
+    ds_text = from_dataframe(_user_frame().assign(label=["p", "n", "p", "p", "n"]))
+    assert list(ds_text.y) == ["p", "n", "p"]
 
 
 def test_load_bags_csv_round_trip(tmp_path):
@@ -414,11 +417,9 @@ def test_load_bags_csv_round_trip(tmp_path):
         (lambda d: d.iloc[:0], "no rows"),
         (lambda d: d.drop(columns="bag"), r"'bag'.*not found"),
         (lambda d: d.assign(label=[1, 0, 1, np.nan, 0]), r"'label'.*missing"),
-        (lambda d: d.assign(label=["p", "n", "p", "p", "n"]), "map the classes"),
         (lambda d: d.assign(bag=["zeta", None, "zeta", "mid", None]), r"'bag'.*missing"),
     ],
-    ids=["nan", "string-feature", "mixed-labels", "empty", "no-bag-col", "nan-label",
-         "string-label", "missing-bag"],
+    ids=["nan", "string-feature", "mixed-labels", "empty", "no-bag-col", "nan-label", "missing-bag"],
 )
 def test_from_dataframe_bad_inputs(change, pattern):
     with pytest.raises(ValueError, match=pattern):

@@ -136,7 +136,7 @@ def test_frozen_table_names_its_command_and_code_version(name):
 
 def test_frozen_measured_results_have_the_columns_and_methods_of_the_code():
     from minitorch_proto.baselines import BASELINES
-    from minitorch_proto.cli import PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_TUNED
+    from minitorch_proto.methods import PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_TUNED
 
     table = frozen.load_frozen("measured_results")
     assert list(table.columns) == list(RESULT_COLUMNS)

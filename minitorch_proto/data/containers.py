@@ -18,6 +18,29 @@ __all__ = ["BagDataset", "SyntheticBags"]
 # The data container
 # --------------------------------------------------------------------------- #
 # eq=False: the fields hold arrays, for which the generated ``==`` would be ambiguous.
+def _plain_value(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def plain_labels(y: np.ndarray, where: str) -> np.ndarray:
+    """Labels as the user gave them: whole numbers as int64, booleans as bool, anything else unchanged."""
+    if y.dtype.kind in "iu":
+        return y.astype(np.int64)
+    if y.dtype.kind == "f":
+        if np.all(y == np.round(y)):
+            return y.astype(np.int64)
+        return y
+    if y.dtype.kind in "bUS":
+        return y
+    values = [_plain_value(v) for v in y]
+    kinds = {type(v) for v in values}
+    if kinds <= {int, bool} and bool in kinds and int in kinds:
+        raise ValueError(f"{where}: bag labels mix booleans and numbers; use one kind.")
+    if kinds <= {int}:
+        return np.asarray(values, dtype=np.int64)
+    return np.asarray([str(v) for v in values]) if kinds <= {str} else y
+
+
 @dataclass(eq=False)
 class BagDataset:
     """Bags of instances with one label per bag.
@@ -28,8 +51,9 @@ class BagDataset:
         Short name, e.g. ``"musk1"``.
     bags : list of ndarray
         One float64 array of shape (n_instances_i, n_features) per bag.
-    y : ndarray of int64, shape (n_bags,)
-        Bag labels (0/1 for the binary benchmarks).
+    y : ndarray, shape (n_bags,)
+        Bag labels as given (0/1 for the benchmarks; the user's own classes otherwise:
+        strings, -1/+1, booleans). Whole numbers are stored as int64.
     bag_ids : ndarray, shape (n_bags,)
         The bag ids as found in the source (integers for the benchmarks,
         whatever the bag column held for the user's data).
@@ -53,14 +77,10 @@ class BagDataset:
         self.bags = check_bags(self.bags, name=f"{self.name} bags")
         n = len(self.bags)
         y = np.asarray(self.y)
-        # check_labels rejects 2-D, NaN and non-integer labels; its encoding is not used
-        # because it would renumber a single-class subset such as "only positives" to 0.
+        # check_labels rejects 2-D and NaN labels; its encoding is not used because it
+        # would renumber a single-class subset such as "only positives" to 0.
         check_labels(y, n_bags=n, min_classes=1)
-        if y.dtype.kind not in "biuf":
-            raise ValueError(
-                f"{self.name}: bag labels must be integers, got dtype {y.dtype}."
-            )
-        self.y = y.reshape(-1).astype(np.int64)
+        self.y = plain_labels(y.reshape(-1), self.name)
         self.bag_ids = np.asarray(self.bag_ids).reshape(-1)
         if len(self.bag_ids) != n:
             raise ValueError(
@@ -92,9 +112,12 @@ class BagDataset:
 
     def __repr__(self) -> str:
         s = self.summary()
+        if set(s["classes"]) <= {0, 1}:
+            counts = f"{s['positive']} positive, {s['negative']} negative"
+        else:
+            counts = ", ".join(f"{c!r}: {k}" for c, k in s["classes"].items())
         return (
-            f"BagDataset(name={self.name!r}, bags={s['bags']} "
-            f"({s['positive']} positive, {s['negative']} negative), "
+            f"BagDataset(name={self.name!r}, bags={s['bags']} ({counts}), "
             f"instances={s['instances']}, features={s['features']})"
         )
 
@@ -105,7 +128,8 @@ class BagDataset:
         -------
         dict
             Keys ``name``, ``bags``, ``positive`` (bags with label 1),
-            ``negative`` (bags with label 0), ``instances``, ``features``,
+            ``negative`` (bags with label 0), ``classes`` (bags per label, for labels
+            of any kind), ``instances``, ``features``,
             ``min_bag_size`` and ``max_bag_size``; values are plain Python
             ``str``/``int``.
         """
@@ -115,6 +139,7 @@ class BagDataset:
             "bags": self.n_bags,
             "positive": int(np.sum(self.y == 1)),
             "negative": int(np.sum(self.y == 0)),
+            "classes": {_plain_value(c): int(k) for c, k in zip(*np.unique(self.y, return_counts=True))},
             "instances": int(sizes.sum()),
             "features": self.n_features,
             "min_bag_size": int(sizes.min()),

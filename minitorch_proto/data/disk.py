@@ -31,6 +31,7 @@ __all__ = ["BagFileError", "DiskBagDataset", "FEATURE_SUFFIXES", "write_bag_fold
 
 FEATURE_SUFFIXES = (".npy", ".pt", ".h5", ".hdf5")
 _NPY_MAGIC = b"\x93NUMPY"
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class BagFileError(ValueError):
@@ -369,6 +370,10 @@ class DiskBagDataset(Sequence):
                 f"{f.path} contains NaN or infinite values (first at instance {int(bad[0]) + start}, "
                 f"feature {int(bad[1])})."
             )
+        if self.check_finite and out.dtype.kind == "f" and np.abs(out).max(initial=0.0) > _FLOAT32_MAX:
+            bad = np.argwhere(np.abs(out) > _FLOAT32_MAX)[0]
+            raise BagFileError(f"{f.path} holds a value beyond float32's range (instance {int(bad[0]) + start}, "
+                               f"feature {int(bad[1])}); rescale the features.")
         return out
 
     def chunks(self, i: int, chunk_size: int) -> Iterator[tuple[int, np.ndarray]]:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from .containers import BagDataset
 
-__all__ = ["from_dataframe", "load_bags_csv", "read_mil_csv", "read_mil_mat"]
+__all__ = ["check_feature_values", "from_dataframe", "load_bags_csv", "read_mil_csv", "read_mil_mat"]
 
 
 # --------------------------------------------------------------------------- #
@@ -33,6 +33,7 @@ def _group_rows(
     *,
     sort_ids: bool,
     where: str,
+    label_names: np.ndarray | None = None,
 ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """Split instance rows into bags.
 
@@ -56,7 +57,10 @@ def _group_rows(
     if mixed.size:
         b = mixed[0]
         found = [_plain(v) for v in np.unique(lab[starts[b]: starts[b] + counts[b]])]
-        found = [int(v) if float(v).is_integer() else v for v in found]
+        if label_names is not None:
+            found = [_plain(label_names[int(v)]) for v in found]
+        else:
+            found = [int(v) if float(v).is_integer() else v for v in found]
         raise ValueError(
             f"{where}: bag {_plain(ids[b])!r} has instances with different labels "
             f"{found}; every instance of a bag must carry the bag's label."
@@ -273,6 +277,7 @@ def from_dataframe(
     label_col: str = "label",
     feature_cols: Iterable[str] | None = None,
     name: str = "custom",
+    where: str | None = None,
 ) -> BagDataset:
     """Build a :class:`BagDataset` from a table with one row per instance.
 
@@ -282,13 +287,16 @@ def from_dataframe(
     bag_col : str
         Column holding each row's bag id (any hashable values).
     label_col : str
-        Column holding the bag label (integers or booleans; -1/+1 is read as
-        0/1). It must be the same on every row of a bag.
+        Column holding the bag label, kept as given (strings, integers such as 0/1
+        or -1/+1, booleans): these are the classes an estimator fitted on the data
+        reports and predicts. It must be the same on every row of a bag.
     feature_cols : iterable of str, optional
         Feature columns in the wanted order; default: every column except
         ``bag_col`` and ``label_col``, in table order.
     name : str
         Data set name.
+    where : str, optional
+        How messages name the source (e.g. the CSV's path); default ``name``.
 
     Returns
     -------
@@ -300,59 +308,81 @@ def from_dataframe(
     ------
     ValueError
         If the table is empty, a column is missing, a feature column is not
-        numeric, a value is missing or infinite (the message names the column),
-        or a bag has rows with different labels.
+        numeric, a value is missing, infinite or beyond float32's range (the message
+        names the row and the column), or a bag has rows with different labels.
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"from_dataframe expects a pandas DataFrame, got {type(df).__name__}.")
+    where = where or name
     if df.shape[0] == 0:
-        raise ValueError(f"{name}: the table has no rows.")
+        raise ValueError(f"{where}: the table has no rows.")
     columns = list(df.columns)
+    known = set(columns)  # sets, not lists: tables of 100,000 feature columns are matched in linear time
     for role, col in (("bag_col", bag_col), ("label_col", label_col)):
-        if col not in columns:
-            raise ValueError(f"{name}: column {col!r} ({role}) not found; columns are {columns}.")
+        if col not in known:
+            raise ValueError(f"{where}: column {col!r} ({role}) not found; columns are {_shown(columns)}.")
     if feature_cols is None:
         feature_cols = [c for c in columns if c not in (bag_col, label_col)]
     else:
         feature_cols = list(feature_cols)
-        unknown = [c for c in feature_cols if c not in columns]
+        unknown = [c for c in feature_cols if c not in known]
         if unknown:
-            raise ValueError(f"{name}: feature column(s) {unknown} not found; columns are {columns}.")
+            raise ValueError(f"{where}: feature column(s) {_shown(unknown)} not found; columns are {_shown(columns)}.")
         clash = [c for c in feature_cols if c in (bag_col, label_col)]
         if clash:
-            raise ValueError(f"{name}: {clash} cannot be both a feature and the bag/label column.")
+            raise ValueError(f"{where}: {clash} cannot be both a feature and the bag/label column.")
     if not feature_cols:
-        raise ValueError(f"{name}: no feature columns (only {bag_col!r} and {label_col!r}).")
-    non_numeric = [c for c in feature_cols if not pd.api.types.is_numeric_dtype(df[c])]
+        raise ValueError(f"{where}: no feature columns (only {bag_col!r} and {label_col!r}).")
+    features = df[feature_cols]
+    non_numeric = [c for c, t in zip(feature_cols, features.dtypes) if not pd.api.types.is_numeric_dtype(t)]
     if non_numeric:
         raise ValueError(
-            f"{name}: feature column(s) {non_numeric} are not numeric (dtype "
+            f"{where}: feature column(s) {_shown(non_numeric)} are not numeric (dtype "
             f"{df[non_numeric[0]].dtype}); convert or drop them, or pass feature_cols=."
         )
-    X = df[feature_cols].to_numpy(dtype=np.float64)
-    if not np.all(np.isfinite(X)):
-        row, col = np.argwhere(~np.isfinite(X))[0]
-        raise ValueError(
-            f"{name}: feature column {feature_cols[col]!r} holds a missing (NaN) or "
-            f"infinite value (row {df.index[row]!r})."
-        )
+    X = features.to_numpy(dtype=np.float64)
+    check_feature_values(X, where, columns=feature_cols, rows=df.index)
     keys = df[bag_col].to_numpy()
     if pd.isna(df[bag_col]).any():
         row = df.index[pd.isna(df[bag_col]).to_numpy()][0]
-        raise ValueError(f"{name}: bag column {bag_col!r} is missing a value (row {row!r}).")
-    if not (pd.api.types.is_numeric_dtype(df[label_col]) or pd.api.types.is_bool_dtype(df[label_col])):
-        raise ValueError(
-            f"{name}: label column {label_col!r} must hold integers or booleans "
-            f"(dtype {df[label_col].dtype}); map the classes first, e.g. "
-            "df[label].map({'neg': 0, 'pos': 1})."
-        )
-    labels = df[label_col].to_numpy(dtype=np.float64, na_value=np.nan)
-    if np.isnan(labels).any():
-        row = df.index[np.isnan(labels)][0]
-        raise ValueError(f"{name}: label column {label_col!r} is missing a value (row {row!r}).")
-    bags, raw_y, bag_ids = _group_rows(X, labels, keys, sort_ids=False, where=name)
-    y = _bag_labels_to_int(raw_y, name)
+        raise ValueError(f"{where}: bag column {bag_col!r} is missing a value (row {row!r}).")
+    lab = df[label_col]
+    if lab.isna().any():
+        row = df.index[lab.isna().to_numpy()][0]
+        raise ValueError(f"{where}: label column {label_col!r} is missing a value (row {row!r}).")
+    # The classes are the labels as given (strings, -1/+1, 0/1, booleans), as scikit-learn keeps them.
+    try:
+        codes, names = pd.factorize(lab, sort=True)
+    except TypeError:  # labels of several kinds (text and numbers) have no order: keep first appearance
+        codes, names = pd.factorize(lab, sort=False)
+    bags, raw_y, bag_ids = _group_rows(X, codes.astype(np.float64), keys, sort_ids=False, where=where,
+                                       label_names=np.asarray(names))
+    y = np.asarray(names)[raw_y.astype(np.int64)]
     return BagDataset(name, bags, y, bag_ids)
+
+
+def _shown(names: list, most: int = 8) -> str:
+    """A list of column names for a message, shortened when long (wide tables have 100,000)."""
+    names = [str(n) for n in names]
+    return str(names) if len(names) <= most else f"{names[:most]} ... ({len(names)} in all)"
+
+
+def check_feature_values(X: np.ndarray, where: str, *, columns=None, rows=None) -> None:
+    """Refuse missing, infinite and float32-overflowing values, naming the row and the column.
+
+    The models compute in float32: a value beyond its range (about 3.4e38) would become
+    infinite there and poison the prototypes, so it is refused like NaN and infinity.
+    """
+    bad = ~np.isfinite(X)
+    what = "a missing (NaN) or infinite value"
+    if not bad.any():
+        bad = np.abs(X) > np.finfo(np.float32).max
+        what = "a value beyond float32's range (|x| > 3.4e38)"
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        col_name = columns[col] if columns is not None else col
+        row_name = rows[row] if rows is not None else row
+        raise ValueError(f"{where}: feature column {col_name!r} holds {what} (row {row_name!r}, value {X[row, col]!r}).")
 
 
 def load_bags_csv(
@@ -378,11 +408,14 @@ def load_bags_csv(
     Returns
     -------
     BagDataset
-        Bags in order of first appearance; ``source`` is the path.
+        Bags in order of first appearance; ``source`` is the path. Bag ids are read
+        as text and kept verbatim (``007`` and ``7`` are different bags).
     """
     path = Path(path)
+    dtype = dict(read_csv_kwargs.pop("dtype", None) or {})
+    dtype.setdefault(bag_col, str)  # ids are names: "007" and "7" are two bags, written back as given
     try:
-        df = pd.read_csv(path, **read_csv_kwargs)
+        df = pd.read_csv(path, dtype=dtype, **read_csv_kwargs)
     except pd.errors.EmptyDataError as exc:
         raise ValueError(f"{path} is empty.") from exc
     ds = from_dataframe(
@@ -391,6 +424,7 @@ def load_bags_csv(
         label_col=label_col,
         feature_cols=feature_cols,
         name=name if name is not None else path.stem,
+        where=str(path),
     )
     ds.source = str(path)
     return ds

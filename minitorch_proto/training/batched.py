@@ -34,6 +34,7 @@ import torch
 
 from ..model import PrototypeMIL, PrototypeMILConfig, class_probabilities
 from ..preprocessing import BagStandardizer
+from ..validation import check_int
 from ..utils import progress_bar, resolve_device, torch_threads
 from . import compiled
 from .config import TrainConfig, epoch_batches
@@ -158,6 +159,8 @@ def train_batched(
         if len(np.unique(y[t])) < 2:
             raise ValueError(f"Training set of model {m} holds a single class.")
     n_classes = int(n_classes or (y.max() + 1))
+    if num_threads is not None:
+        check_int("num_threads", num_threads)
     dev = resolve_device(device)
     if backend not in ("auto", "compiled", "tensor"):
         raise ValueError(f"backend must be 'auto', 'compiled' or 'tensor', got {backend!r}.")

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 
+from ..validation import check_int
+
 __all__ = ["TrainConfig", "compat_train_config", "epoch_batches"]
 
 
@@ -47,18 +49,16 @@ class TrainConfig:
     eps: float = 1e-8
 
     def __post_init__(self) -> None:
-        if int(self.epochs) < 1:
-            raise ValueError(f"epochs must be >= 1, got {self.epochs}.")
-        if int(self.batch_size) < 1:
-            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}.")
+        object.__setattr__(self, "epochs", check_int("epochs", self.epochs))
+        object.__setattr__(self, "batch_size", check_int("batch_size", self.batch_size))
         for name in ("lr_prototypes", "lr_classifier"):
             v = getattr(self, name)
             if not np.isfinite(v) or v <= 0:
                 raise ValueError(f"{name} must be a positive number, got {v}.")
         if self.sampling not in ("shuffle", "replacement"):
             raise ValueError(f"sampling must be 'shuffle' or 'replacement', got {self.sampling!r}.")
-        if self.lr_halving_every is not None and int(self.lr_halving_every) < 1:
-            raise ValueError("lr_halving_every must be None or >= 1.")
+        if self.lr_halving_every is not None:
+            object.__setattr__(self, "lr_halving_every", check_int("lr_halving_every", self.lr_halving_every))
         object.__setattr__(self, "betas", tuple(self.betas))
 
     def lr_factor(self, epoch: int) -> float:

@@ -1,0 +1,83 @@
+"""Estimator parameters are the config fields: nothing is dropped between the CLI, the estimator and the engines."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import numpy as np
+import pytest
+
+from minitorch_proto import cli
+from minitorch_proto.estimator import PrototypeMILClassifier
+from minitorch_proto.model import PrototypeMILConfig
+from minitorch_proto.training import TrainConfig, train_batched
+
+from .conftest import make_concept_bags
+
+#: A valid value other than the default for every field of both configs.
+OTHER = {
+    "n_prototypes": 7, "distance": "manhattan", "pooling": ("min", "max"), "layer_norm": False, "bias": False,
+    "lambda_w": 0.01, "lambda_p": 0.02, "lambda_d": 0.03, "weight_penalty": "l2", "prototype_penalty": "pairwise",
+    "distance_penalty": "pooled", "init": "instances", "layer_norm_eps": 1e-4, "monotone": False,
+    "epochs": 3, "lr_prototypes": 0.2, "lr_classifier": 0.3, "batch_size": 2, "sampling": "replacement",
+    "lr_halving_every": 2, "accumulate_gradients": True, "betas": (0.8, 0.99), "eps": 1e-6,
+}
+
+
+def test_every_config_field_is_an_estimator_parameter_with_its_default():
+    params = PrototypeMILClassifier().get_params()
+    for cls in (PrototypeMILConfig, TrainConfig):
+        for f in dataclasses.fields(cls):
+            assert f.name in params, f"{cls.__name__}.{f.name} is not an estimator parameter"
+            if f.name != "layer_norm":  # None: implied by monotone
+                assert params[f.name] == f.default, f.name
+    assert set(OTHER) == {f.name for c in (PrototypeMILConfig, TrainConfig) for f in dataclasses.fields(c)}
+
+
+def test_every_field_reaches_the_configs_and_back_through_the_cli():
+    clf = PrototypeMILClassifier(**OTHER)
+    mconf, tconf = clf.model_config(), clf.train_config()
+    for name, value in OTHER.items():
+        got = getattr(mconf, name) if hasattr(mconf, name) else getattr(tconf, name)
+        assert got == value, name
+    # the CLI builds its estimator from the configs: every field survives the trip
+    args = argparse.Namespace(device="cpu", backend="auto", seed=0, autocast="none", chunk_size=None)
+    original = cli._configs
+    try:
+        cli._configs = lambda a, d: (mconf, tconf, "feature")
+        est = cli._estimator_from(args, "custom")
+    finally:
+        cli._configs = original
+    assert est.model_config() == mconf and est.train_config() == tconf
+
+
+def test_the_engines_see_the_non_default_adam_settings():
+    bags, y = make_concept_bags(n_bags=12, n_features=3, seed=1)
+    tconf = TrainConfig(epochs=2, lr_prototypes=1e-2, lr_classifier=1e-2)
+    a = train_batched(bags, y, [np.arange(12)], [0], PrototypeMILConfig(n_prototypes=3), tconf, device="cpu")
+    b = train_batched(bags, y, [np.arange(12)], [0], PrototypeMILConfig(n_prototypes=3),
+                      dataclasses.replace(tconf, betas=(0.5, 0.9), eps=1e-3), device="cpu")
+    assert not np.allclose(a.prototypes[0].numpy(), b.prototypes[0].numpy())
+
+
+def test_monotone_alone_implies_its_settings():
+    bags, y = make_concept_bags(n_bags=12, n_features=3, seed=1)
+    clf = PrototypeMILClassifier(monotone=True, epochs=2, n_prototypes=3).fit(bags, y)
+    assert clf.model_config().layer_norm is False and clf.model_.config.monotone
+    with pytest.raises(ValueError, match="layer_norm=False"):
+        PrototypeMILClassifier(monotone=True, layer_norm=True).model_config()
+
+
+@pytest.mark.parametrize("name,value", [("n_prototypes", 2.7), ("n_prototypes", True), ("epochs", 0),
+                                        ("batch_size", 1.5), ("lr_halving_every", 0)])
+def test_integer_parameters_refuse_non_integers(name, value):
+    bags, y = make_concept_bags(n_bags=12, n_features=3, seed=1)
+    with pytest.raises(ValueError, match=name):
+        PrototypeMILClassifier(**{name: value, "epochs": 1} if name != "epochs" else {name: value}).fit(bags, y)
+
+
+def test_zero_threads_is_refused():
+    bags, y = make_concept_bags(n_bags=12, n_features=3, seed=1)
+    with pytest.raises(ValueError, match="num_threads"):
+        train_batched(bags, y, [np.arange(12)], [0], PrototypeMILConfig(n_prototypes=3), TrainConfig(epochs=1),
+                      num_threads=0)

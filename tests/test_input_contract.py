@@ -1,0 +1,190 @@
+"""Inputs that lie (issue 31): ids stay strings, one label convention, float32's range, model files checked."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from minitorch_proto import load_bags_csv
+from minitorch_proto.cli import main
+from minitorch_proto.data.disk import write_bag_folder
+from minitorch_proto.estimator import PrototypeMILClassifier, load_model
+from minitorch_proto.serialization import ModelFileError, load_model_file, save_model_file
+
+from .conftest import make_concept_bags
+
+FAST = ["--epochs", "2", "--prototypes", "3"]
+
+
+def _csv(path, ids, labels, values=None, n_features=3, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k, (b, lab) in enumerate(zip(ids, labels)):
+        for _ in range(2):
+            feats = rng.normal(size=n_features) + (2.0 if k % 2 else 0.0)
+            rows.append({"bag": b, "label": lab, **{f"f{j}": v for j, v in enumerate(feats)}})
+    df = pd.DataFrame(rows)
+    if values is not None:
+        for (r, c), v in values.items():
+            df.loc[r, c] = v
+    df.to_csv(path, index=False)
+    return path
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err.strip()
+
+
+def test_bag_ids_stay_the_strings_users_wrote(tmp_path, capsys):
+    ids = [f"{i:03d}" for i in range(10)] + [str(i) for i in range(10)]
+    path = _csv(tmp_path / "ids.csv", ids, [i % 2 for i in range(20)])
+    data = load_bags_csv(path)
+    assert list(data.bag_ids) == ids and data.n_bags == 20
+    code, out, _ = _run(capsys, "train", "--csv", path, *FAST, "--out", tmp_path / "m.safetensors")
+    assert code == 0 and "20 bags" in out
+    code, _, _ = _run(capsys, "predict", "--model", tmp_path / "m.safetensors", "--csv", path,
+                      "--out", tmp_path / "p.csv")
+    pred = pd.read_csv(tmp_path / "p.csv", dtype={"bag": str})
+    assert code == 0 and list(pred.bag) == ids
+
+
+def test_one_and_one_point_zero_are_two_bags(tmp_path):
+    path = _csv(tmp_path / "x.csv", ["1", "1.0", "2", "2.0"], [0, 1, 0, 1])
+    assert list(load_bags_csv(path).bag_ids) == ["1", "1.0", "2", "2.0"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_values_float32_cannot_hold_are_refused_in_one_line(tmp_path, capsys, stream):
+    ids = [f"b{i}" for i in range(8)]
+    path = _csv(tmp_path / "huge.csv", ids, [i % 2 for i in range(8)], values={(5, "f1"): 1e300})
+    code, _, err = _run(capsys, "train", "--csv", path, *FAST, *(["--stream"] if stream else []),
+                        "--out", tmp_path / "m.safetensors")
+    assert code == 2 and len(err.splitlines()) == 1
+    assert str(path) in err and "'f1'" in err and "row 5" in err and "float32" in err
+    assert not (tmp_path / "m.safetensors").exists()
+    bags, y = make_concept_bags(n_bags=8, n_features=3)
+    bags[2][0, 1] = -1e300
+    with pytest.raises(ValueError, match=r"bags\[2\] holds a value beyond float32's range"):
+        PrototypeMILClassifier(epochs=1).fit(bags, y)
+
+
+def test_large_values_float32_holds_still_train(tmp_path, capsys):
+    ids = [f"b{i}" for i in range(8)]
+    path = _csv(tmp_path / "big.csv", ids, [i % 2 for i in range(8)], values={(5, "f1"): 1e30})
+    code, _, err = _run(capsys, "train", "--csv", path, *FAST, "--stream", "--out", tmp_path / "m.safetensors")
+    assert code == 0, err
+    clf = load_model(tmp_path / "m.safetensors")
+    assert all(bool(torch.isfinite(p).all()) for p in clf.model_.parameters())
+    assert len(np.unique(clf.predict_proba(load_bags_csv(path).bags)[:, 1])) > 1
+
+
+@pytest.mark.parametrize("labels,classes", [(["no", "yes"], ["no", "yes"]), ([-1, 1], [-1, 1]),
+                                            ([True, False], [False, True])])
+def test_one_label_convention_for_csv_and_bag_folders(tmp_path, capsys, labels, classes):
+    y = [labels[i % 2] for i in range(10)]
+    csv = _csv(tmp_path / "lab.csv", [f"b{i}" for i in range(10)], y)
+    bags, _ = make_concept_bags(n_bags=10, n_features=3)
+    write_bag_folder(tmp_path / "folder", bags, y, [f"b{i}" for i in range(10)])
+    for source in (["--csv", csv], ["--bags-dir", tmp_path / "folder"]):
+        model = tmp_path / "m.safetensors"
+        code, _, err = _run(capsys, "train", *source, *FAST, "--out", model)
+        assert code == 0, err
+        assert [str(c) for c in load_model(model).classes_] == [str(c) for c in classes]
+        code, out, _ = _run(capsys, "predict", "--model", model, *source)
+        header = out.splitlines()[0].split(",")
+        assert header == ["bag", "predicted"] + [f"proba_{c}" for c in classes]
+
+
+def test_a_label_column_with_one_class_is_a_clear_error(tmp_path, capsys):
+    csv = _csv(tmp_path / "one.csv", [f"b{i}" for i in range(6)], ["yes"] * 6)
+    code, _, err = _run(capsys, "train", "--csv", csv, *FAST, "--out", tmp_path / "m.safetensors")
+    assert code == 2 and "class" in err and len(err.splitlines()) == 1
+
+
+@pytest.fixture
+def saved(tmp_path):
+    bags, y = make_concept_bags(n_bags=12, n_features=3)
+    path = PrototypeMILClassifier(epochs=1, n_prototypes=3).fit(bags, y).save(tmp_path / "m.safetensors")
+    return path, bags
+
+
+def _rewrite(path, edit_tensors=None, edit_header=None):
+    mf = load_model_file(path)
+    tensors, header = dict(mf.tensors), dict(mf.header)
+    if edit_tensors:
+        edit_tensors(tensors)
+    if edit_header:
+        header = edit_header(header)
+    for key in ("format", "version"):
+        header.pop(key, None) if isinstance(header, dict) else None
+    # save_model_file recomputes the digest: the integrity check passes, only the content is wrong.
+    return save_model_file(path, tensors, header)
+
+
+def test_a_header_that_is_not_an_object_is_a_one_line_error(saved, capsys):
+    path, bags = saved
+    data = path.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    outer = json.loads(data[8:8 + n])
+    outer["__metadata__"]["minitorch_proto"] = json.dumps([1, 2, 3])
+    text = json.dumps(outer).encode().ljust(n)
+    path.write_bytes(data[:8] + text + data[8 + n:])
+    with pytest.raises(ModelFileError, match="header is a list"):
+        load_model(path)
+    code, _, err = _run(capsys, "predict", "--model", path, "--csv", _csv(path.parent / "p.csv", ["a", "b"], [0, 1]))
+    assert code == 2 and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("case", ["nan prototypes", "repeated classes", "one class", "wrong shape", "members"])
+def test_model_files_are_validated_for_content(saved, case, capsys):
+    path, bags = saved
+
+    def nan(t):
+        t["model/prototypes"] = torch.full_like(t["model/prototypes"], float("nan"))
+
+    def shape(t):
+        t["standardizer/mean"] = torch.zeros(7, dtype=torch.float64)
+
+    edits = {
+        "nan prototypes": (nan, None),
+        "repeated classes": (None, lambda h: {**h, "classes": [1, 1]}),
+        "one class": (None, lambda h: {**h, "classes": [1]}),
+        "wrong shape": (shape, None),
+        "members": (None, lambda h: {**h, "n_members": 3}),
+    }
+    _rewrite(path, *edits[case])
+    with pytest.raises(ModelFileError) as exc:
+        load_model(path)
+    assert "\n" not in str(exc.value)
+    code, _, err = _run(capsys, "predict", "--model", path, "--csv", _csv(path.parent / "p.csv", ["a", "b"], [0, 1]))
+    assert code == 2 and len(err.splitlines()) == 1
+
+
+def test_a_valid_model_still_loads_and_predicts_the_same(saved):
+    path, bags = saved
+    before = load_model(path).predict_proba(bags)
+    _rewrite(path)
+    np.testing.assert_array_equal(load_model(path).predict_proba(bags), before)
+
+
+def test_wide_csvs_match_columns_by_name(tmp_path, capsys):
+    n = 20_000
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(8, n)), columns=[f"c{j}" for j in range(n)])
+    frame.insert(0, "label", [0, 0, 1, 1, 0, 0, 1, 1])
+    frame.insert(0, "bag", ["a", "a", "b", "b", "c", "c", "d", "d"])
+    path = tmp_path / "wide.csv"
+    frame.to_csv(path, index=False)
+    assert _run(capsys, "train", "--csv", path, "--epochs", "1", "--prototypes", "2",
+                "--out", tmp_path / "m.safetensors")[0] == 0
+    shuffled = frame[["bag", "label"] + list(rng.permutation(frame.columns[2:]))]
+    shuffled.to_csv(tmp_path / "shuffled.csv", index=False)
+    a = _run(capsys, "predict", "--model", tmp_path / "m.safetensors", "--csv", path)
+    b = _run(capsys, "predict", "--model", tmp_path / "m.safetensors", "--csv", tmp_path / "shuffled.csv")
+    assert a[0] == b[0] == 0 and a[1] == b[1]  # columns matched by name, in any order
+    # (the time it takes is measured in benchmarks/bench_wide_csv.py, not asserted here)
