@@ -204,6 +204,17 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         self.head_penalty = head_penalty
         self.class_weight = class_weight
 
+    def __sklearn_tags__(self):
+        # A classifier whose ``transform`` gives the distance features, so it is also a
+        # transformer (its output keeps no input feature names). Its input is a list of bags,
+        # not one 2-D array: scikit-learn's checks that feed a single matrix fail for that reason.
+        from sklearn.utils import TransformerTags
+
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags = TransformerTags(preserves_dtype=[])
+        tags.non_deterministic = self.random_state is None
+        return tags
+
     @classmethod
     def recommended(cls, **overrides) -> "PrototypeMILClassifier":
         """The recommended model: prototypes started on and pushed onto real instances, a convex head.
@@ -380,6 +391,11 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             chunk_size=int(self.chunk_size), dtype=dtype, device=resolve_device(self.device), autocast=self.autocast,
             progress=self.verbose,
         )
+        diverged = [h["epoch"] for h in fit.history if not np.isfinite(h.get("total", 0.0))]
+        if diverged or not all(bool(torch.isfinite(p).all()) for p in fit.model.parameters()):
+            where = f"at epoch {diverged[0]}" if diverged else "in its last steps"
+            raise ValueError(f"training diverged {where}: the loss became NaN or infinite; lower the learning "
+                             "rates (lr_prototypes, lr_classifier; --lr-prototypes, --lr-classifier).")
         self.classes_, self.n_features_in_, self.standardizer_ = classes, fit.model.n_features, fit.standardizer
         self.history_ = fit.history
         self.model_ = fit.model.float().eval()

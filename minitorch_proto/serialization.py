@@ -71,6 +71,8 @@ _LEGACY_FORMAT = 1
 # safetensors: 8-byte little-endian header length, then the JSON header. A header this
 # large is not a model file of ours (it guards the json.loads below against huge reads).
 _MAX_HEADER_BYTES = 100 * 1024 * 1024
+#: The file :func:`staged_directory` leaves in a results folder, naming the files of the last run.
+RUN_MANIFEST = ".minitorch_proto_run"
 
 
 class ModelFileError(ValueError):
@@ -500,10 +502,12 @@ def staged_directory(out: str | os.PathLike) -> Iterator[Path]:
     """Write several result files together: all of them reach ``out``, or none.
 
     Yields a temporary folder beside ``out``; write the files there. On a normal
-    exit they are moved into ``out`` (created if missing; other files in it are
-    kept); on an exception the temporary folder is removed and ``out`` is
-    untouched. When ``out`` does not exist yet, the whole folder appears in one
-    rename.
+    exit they are moved into ``out`` (created if missing); on an exception the
+    temporary folder is removed and ``out`` is untouched. When ``out`` does not
+    exist yet, the whole folder appears in one rename. A manifest
+    (:data:`RUN_MANIFEST`) lists the files of the run, so the next run into the same
+    folder removes those of the previous run it does not write again (no stale
+    ``tuning_choices.csv`` beside new results); files it did not write are kept.
 
     Parameters
     ----------
@@ -523,10 +527,15 @@ def staged_directory(out: str | os.PathLike) -> Iterator[Path]:
         for f in stage.rglob("*"):
             if f.is_file():
                 os.chmod(f, mode)
+        written = sorted(str(f.relative_to(stage)) for f in stage.rglob("*") if f.is_file())
+        (stage / RUN_MANIFEST).write_text("\n".join(written) + "\n")
+        os.chmod(stage / RUN_MANIFEST, mode)
         if not out.exists():
             os.chmod(stage, 0o777 & ~_umask())  # mkdtemp made it 0700
             os.rename(stage, out)
             return
+        previous = out / RUN_MANIFEST
+        stale = set(previous.read_text().split()) - set(written) if previous.is_file() else set()
         # Every file is complete before the first one is published: the renames
         # below are all that separates the old set from the new one.
         for f in sorted(stage.rglob("*")):
@@ -535,6 +544,10 @@ def staged_directory(out: str | os.PathLike) -> Iterator[Path]:
                 target.mkdir(exist_ok=True)
             else:
                 os.replace(f, target)
+        for name in stale:
+            old = (out / name).resolve()
+            if old.is_file() and old.is_relative_to(out.resolve()):
+                old.unlink()
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)

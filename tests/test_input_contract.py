@@ -188,3 +188,24 @@ def test_wide_csvs_match_columns_by_name(tmp_path, capsys):
     b = _run(capsys, "predict", "--model", tmp_path / "m.safetensors", "--csv", tmp_path / "shuffled.csv")
     assert a[0] == b[0] == 0 and a[1] == b[1]  # columns matched by name, in any order
     # (the time it takes is measured in benchmarks/bench_wide_csv.py, not asserted here)
+
+
+def test_a_diverging_stream_says_the_loss_diverged(capsys, tmp_path):
+    bags, y = make_concept_bags(n_bags=12, n_features=3)
+    with pytest.raises(ValueError, match="training diverged .*lower the learning rates"):
+        PrototypeMILClassifier(epochs=3, n_prototypes=3, lr_prototypes=1e30, lr_classifier=1e30,
+                               standardization="none").fit_streaming([b * 1e18 for b in bags], y)
+
+
+def test_a_used_results_folder_keeps_no_stale_file_of_the_last_run(tmp_path):
+    from minitorch_proto.serialization import staged_directory
+
+    out = tmp_path / "res"
+    with staged_directory(out) as stage:
+        (stage / "results.csv").write_text("a")
+        (stage / "tuning_choices.csv").write_text("old choices")
+    (out / "my_notes.txt").write_text("kept")  # not the tool's: left alone
+    with staged_directory(out) as stage:
+        (stage / "results.csv").write_text("b")
+    assert (out / "results.csv").read_text() == "b"
+    assert not (out / "tuning_choices.csv").exists() and (out / "my_notes.txt").read_text() == "kept"
