@@ -20,7 +20,7 @@ from .preprocessing import BagStandardizer
 from .paper import paper_configs
 from .training import TrainConfig, compat_train_config, train_model
 
-__version__ = "0.1.0"
+from .about import __version__
 
 __all__ = [
     "BagBatch",

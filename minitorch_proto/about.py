@@ -6,7 +6,10 @@ README all name this address; ``tests/test_publishing.py`` checks that they agre
 """
 from __future__ import annotations
 
-__all__ = ["REPOSITORY", "BRANCH", "PIP_INSTALL", "DOCS_URL"]
+__all__ = ["REPOSITORY", "BRANCH", "PIP_INSTALL", "DOCS_URL", "__version__"]
+
+#: The package version (the root package re-exports it; modules below import it from here).
+__version__ = "0.1.0"
 
 #: The GitHub repository of the project.
 REPOSITORY = "https://github.com/minitorch-proto/minitorch_proto"

@@ -20,7 +20,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from . import __version__
+from .about import __version__
 from .serialization import check_input_file, check_output_path, staged_directory, write_atomic
 
 EXIT_USAGE = 2

@@ -1,7 +1,6 @@
 """A scikit-learn style estimator around the prototype MIL model."""
 from __future__ import annotations
 
-import json
 import numbers
 import os
 from dataclasses import fields, replace
@@ -15,7 +14,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from .model import PrototypeMIL, PrototypeMILConfig, class_probabilities, head_logits, normalize_features
 from .convex_head import RECOMMENDED, check_head_options
 from .preprocessing import BagStandardizer
-from .serialization import ModelFileError, load_model_file, save_model_file, to_jsonable
+from .serialization import ModelFileError, check_model_content, load_model_file, save_model_file, to_jsonable
 from .training import TrainConfig
 from .utils import resolve_device
 from .validation import (
@@ -535,7 +534,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         """
         mf = load_model_file(path)
         h = mf.header
-        _check_header(path, h, mf.tensors)
+        check_model_content(path, h, mf.tensors)
         if h.get("estimator", cls.__name__) != cls.__name__:
             raise ModelFileError(f"{path} holds a {h.get('estimator')}, not a {cls.__name__}.")
         try:
@@ -581,45 +580,6 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             m.eval()
         clf.model_ = model
         return clf
-
-
-def _check_header(path, h: dict, tensors: dict) -> None:
-    """The content of a model file makes sense: a one-line ModelFileError otherwise.
-
-    The digest only shows the file is as its writer left it; this checks what a writer
-    could still get wrong or make up (types, classes, finiteness, shapes).
-    """
-    def bad(why: str) -> ModelFileError:
-        return ModelFileError(f"{path} holds an invalid model: {why}.")
-
-    kinds = {"params": dict, "classes": list, "n_features_in": int, "standardizer": dict}
-    for key, kind in kinds.items():
-        if not isinstance(h.get(key), kind) or isinstance(h.get(key), bool):
-            raise bad(f"header field {key!r} must be a {kind.__name__}, got {type(h.get(key)).__name__}")
-    classes = h["classes"]
-    if len(classes) < 2 or len({json.dumps(c, sort_keys=True) for c in classes}) != len(classes):
-        raise bad(f"classes must be two or more distinct labels, got {classes!r}")
-    n_members = h.get("n_members", 1)
-    if not isinstance(n_members, int) or isinstance(n_members, bool) or n_members < 1:
-        raise bad(f"n_members must be a positive integer, got {n_members!r}")
-    if h["n_features_in"] < 1:
-        raise bad(f"n_features_in must be positive, got {h['n_features_in']}")
-    for name, t in tensors.items():
-        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
-            raise bad(f"tensor {name!r} holds NaN or infinite values")
-    for key in ("mean", "scale"):
-        t = tensors.get(f"standardizer/{key}")
-        if t is not None and tuple(t.shape) != (h["n_features_in"],):
-            raise bad(f"standardizer {key} has shape {tuple(t.shape)}, not ({h['n_features_in']},)")
-    scale = tensors.get("standardizer/scale")
-    if scale is not None and not bool((scale > 0).all()):
-        raise bad("standardizer scale must be positive")
-    members = {k.split("/")[0] for k in tensors if k.startswith("member")}
-    if len(members) != n_members - 1:
-        raise bad(f"the header says {n_members} member(s) but the file holds {len(members) + 1}")
-    src = tensors.get("prototype_sources")
-    if src is not None and (src.ndim != 3 or src.shape[0] != n_members or src.shape[2] != 2 or bool((src < 0).any())):
-        raise bad(f"prototype_sources has shape {tuple(src.shape)} or negative entries")
 
 
 def load_model(path: str | os.PathLike) -> PrototypeMILClassifier:

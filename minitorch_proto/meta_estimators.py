@@ -18,7 +18,7 @@ user can ``fit`` on raw bags.
 
 Each has ``fit_many(train_sets, random_states)``, which fits one copy per training
 set and trains the neural members of all of them together
-(:func:`minitorch_proto.baselines.batched.fit_many`), so a whole cross-validation
+(:func:`minitorch_proto.baselines.batched_fit.fit_many`), so a whole cross-validation
 stays one batched program per setting.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.model_selection import StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
-from .baselines.batched import fit_many as _fit_many_baselines
+from .baselines.batched_fit import fit_many as _fit_many_baselines
 from .evaluation.metrics import scores_from_proba
 from .preprocessing import BagStandardizer
 from .validation import check_bags, check_labels
@@ -71,7 +71,7 @@ def _fit_all(estimators: Sequence[BaseEstimator], train_sets, n_jobs: int) -> li
     from .baselines._base import BaseMILClassifier
 
     if all(isinstance(e, BaseMILClassifier) for e in estimators):
-        # baselines.batched.fit_many clones its template per set; per-model settings travel as params.
+        # baselines.batched_fit.fit_many clones its template per set; per-model settings travel as params.
         params = [e.get_params(deep=False) for e in estimators]
         seeds = [p.pop("random_state") for p in params]
         return _fit_many_baselines(first, list(train_sets), seeds, params=params, n_jobs=n_jobs)

@@ -54,6 +54,7 @@ __all__ = [
     "ModelFile",
     "ModelFileError",
     "check_input_file",
+    "check_model_content",
     "check_output_path",
     "load_model_file",
     "save_model_file",
@@ -551,3 +552,45 @@ def staged_directory(out: str | os.PathLike) -> Iterator[Path]:
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def check_model_content(path, h: dict, tensors: dict) -> None:
+    """The content of a prototype-model file makes sense: a one-line ModelFileError otherwise.
+
+    The digest only shows the file is as its writer left it; this checks what a writer
+    could still get wrong or make up (header types, two or more distinct classes, finite
+    tensors, standardiser shapes, the number of members, prototype sources).
+    """
+    import torch
+
+    def bad(why: str) -> ModelFileError:
+        return ModelFileError(f"{path} holds an invalid model: {why}.")
+
+    kinds = {"params": dict, "classes": list, "n_features_in": int, "standardizer": dict}
+    for key, kind in kinds.items():
+        if not isinstance(h.get(key), kind) or isinstance(h.get(key), bool):
+            raise bad(f"header field {key!r} must be a {kind.__name__}, got {type(h.get(key)).__name__}")
+    classes = h["classes"]
+    if len(classes) < 2 or len({json.dumps(c, sort_keys=True) for c in classes}) != len(classes):
+        raise bad(f"classes must be two or more distinct labels, got {classes!r}")
+    n_members = h.get("n_members", 1)
+    if not isinstance(n_members, int) or isinstance(n_members, bool) or n_members < 1:
+        raise bad(f"n_members must be a positive integer, got {n_members!r}")
+    if h["n_features_in"] < 1:
+        raise bad(f"n_features_in must be positive, got {h['n_features_in']}")
+    for name, t in tensors.items():
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            raise bad(f"tensor {name!r} holds NaN or infinite values")
+    for key in ("mean", "scale"):
+        t = tensors.get(f"standardizer/{key}")
+        if t is not None and tuple(t.shape) != (h["n_features_in"],):
+            raise bad(f"standardizer {key} has shape {tuple(t.shape)}, not ({h['n_features_in']},)")
+    scale = tensors.get("standardizer/scale")
+    if scale is not None and not bool((scale > 0).all()):
+        raise bad("standardizer scale must be positive")
+    members = {k.split("/")[0] for k in tensors if k.startswith("member")}
+    if len(members) != n_members - 1:
+        raise bad(f"the header says {n_members} member(s) but the file holds {len(members) + 1}")
+    src = tensors.get("prototype_sources")
+    if src is not None and (src.ndim != 3 or src.shape[0] != n_members or src.shape[2] != 2 or bool((src < 0).any())):
+        raise bad(f"prototype_sources has shape {tuple(src.shape)} or negative entries")

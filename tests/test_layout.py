@@ -124,3 +124,32 @@ def test_no_import_cycles():
 def test_modules_stay_small(module):
     n = len(MODULES[module].read_text().splitlines())
     assert n <= MAX_LINES, f"{module} has {n} lines (> {MAX_LINES}): split it by idea"
+
+
+def test_no_two_modules_share_a_file_name():
+    # "batched.py" in two subpackages made every traceback and import line ambiguous.
+    seen: dict[str, str] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        rel = str(path.relative_to(PACKAGE))
+        assert path.name not in seen, f"{rel} and {seen[path.name]} share a file name"
+        seen[path.name] = rel
+
+
+def test_no_module_below_the_root_imports_a_name_from_the_root():
+    # The root re-exports; a module that imports a name from it reaches up the layers,
+    # which the module-level check above cannot see because the name is not a module.
+    for module, path in MODULES.items():
+        if module in ("__init__", "__main__"):
+            continue
+        tree = ast.parse(path.read_text())
+        depth = len(module.split(".")) - (0 if path.name == "__init__.py" else 1)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            to_root = (node.level == 0 and node.module == "minitorch_proto") or (
+                node.level > 0 and node.module is None and node.level == depth + 1)
+            if to_root:
+                names = [a.name for a in node.names if f"{a.name}" not in MODULES]
+                assert not names, f"{module} imports {names} from the package root"

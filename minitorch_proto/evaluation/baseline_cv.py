@@ -17,7 +17,7 @@ estimators (:mod:`minitorch_proto.methods`): ``StandardizedMIL(baseline)`` for t
 defaults, an :class:`~minitorch_proto.meta_estimators.InnerCVSelection` of it for the
 common budget, so a user who builds the same estimator and calls ``fit`` gets the
 model a table reports. Neural baselines train through
-:func:`~minitorch_proto.baselines.batched.fit_many`: one batched program per grid candidate.
+:func:`~minitorch_proto.baselines.batched_fit.fit_many`: one batched program per grid candidate.
 """
 from __future__ import annotations
 

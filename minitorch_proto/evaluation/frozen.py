@@ -129,7 +129,7 @@ def code_version(cwd: str | os.PathLike | None = None) -> str:
     cwd : path-like, optional
         Folder inside the repository; defaults to the package's folder.
     """
-    from .. import __version__  # noqa: PLC0415 - the package's own version, only needed outside git
+    from ..about import __version__  # noqa: PLC0415 - the package's own version, only needed outside git
 
     where = Path(cwd) if cwd is not None else Path(__file__).resolve().parent
     try:

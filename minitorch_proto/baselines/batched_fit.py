@@ -35,7 +35,7 @@ fall back to fitting the models one after another.
 Two backends
 ------------
 ``"tensor"`` is the stacked program above (CPU or CUDA). ``"compiled"``
-(:mod:`minitorch_proto.baselines.compiled`, numba, CPU only) runs each model's epoch as one
+(:mod:`minitorch_proto.baselines.compiled_loops`, numba, CPU only) runs each model's epoch as one
 compiled loop, models in parallel over ``n_jobs`` threads, with the same initial weights, bag
 orders and dropout masks; on the CPU it is several times faster, because nothing is padded
 and each model's parameters stay in cache. ``"auto"`` (the default) takes the compiled
@@ -52,7 +52,7 @@ from sklearn.base import clone
 from torch import nn
 
 from ..utils import resolve_device, torch_threads
-from . import compiled
+from . import compiled_loops as compiled
 from ._torch import POOL_FUNCTIONS, GeneratorDropout, TorchMILClassifier
 from .attention import _AttentionNet
 from .minet import _EPS, _MINetNet, _miNetNet
