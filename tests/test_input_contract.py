@@ -66,6 +66,7 @@ def test_values_float32_cannot_hold_are_refused_in_one_line(tmp_path, capsys, st
                         "--out", tmp_path / "m.safetensors")
     assert code == 2 and len(err.splitlines()) == 1
     assert str(path) in err and "'f1'" in err and "row 5" in err and "float32" in err
+    assert "value 1e+300" in err and "np.float64" not in err  # the value as the user wrote it
     assert not (tmp_path / "m.safetensors").exists()
     bags, y = make_concept_bags(n_bags=8, n_features=3)
     bags[2][0, 1] = -1e300

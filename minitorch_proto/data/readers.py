@@ -381,8 +381,10 @@ def check_feature_values(X: np.ndarray, where: str, *, columns=None, rows=None) 
     if bad.any():
         row, col = np.argwhere(bad)[0]
         col_name = columns[col] if columns is not None else col
-        row_name = rows[row] if rows is not None else row
-        raise ValueError(f"{where}: feature column {col_name!r} holds {what} (row {row_name!r}, value {X[row, col]!r}).")
+        row_name = _plain(rows[row]) if rows is not None else int(row)
+        # float(): the message reads 1e+300, not np.float64(1e+300).
+        raise ValueError(f"{where}: feature column {col_name!r} holds {what} (row {row_name!r}, "
+                         f"value {float(X[row, col])!r}).")
 
 
 def load_bags_csv(
