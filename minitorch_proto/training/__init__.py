@@ -1,4 +1,4 @@
-"""Training prototype MIL models: one contract, three engines.
+"""Training prototype MIL models: one contract, four engines.
 
 =================  =====================================================================
 module             what it holds
@@ -9,7 +9,12 @@ module             what it holds
 ``tensor``         the tensor engine: M models as batched torch operations (CUDA, or no numba)
 ``compiled``       the numba engine: each model's epoch as one compiled loop (CPU default)
 ``batched``        :func:`train_batched`: M models at once, dispatching to an engine
+``distributed``    the streaming engine: bags read lazily, data-parallel under torchrun
 =================  =====================================================================
+
+A distance registered with :func:`minitorch_proto.distances.register_distance` reaches
+every torch engine; ``backend="auto"`` leaves the compiled engine out for distances it has
+no kernel for (``tests/test_distance_registry.py``).
 
 Every engine is tested to give the reference trainer's parameters (float64, 1e-9)
 over a seeded sample of the cross product of the model's and the trainer's options
