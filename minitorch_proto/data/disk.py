@@ -18,8 +18,10 @@ unreadable file is a one-line :class:`BagFileError` naming it.
 """
 from __future__ import annotations
 
+import errno
 import os
 import pickle
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,9 @@ __all__ = ["BagFileError", "DiskBagDataset", "FEATURE_SUFFIXES", "write_bag_fold
 
 FEATURE_SUFFIXES = (".npy", ".pt", ".h5", ".hdf5")
 _NPY_MAGIC = b"\x93NUMPY"
+# torch.save writes a zip archive; its legacy format (and any pickle of protocol 2 or later) starts with PROTO.
+_PT_MAGICS = (b"PK\x03\x04", b"\x80")
+_LINK_ADVICE = "refused unless you allow links out of the folder (--follow-links, follow_links=True)"
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
@@ -78,11 +83,20 @@ def _torch_load(path: Path):
 def _load_pt(path: Path, key: str):
     import torch
 
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    if not head.startswith(_PT_MAGICS):
+        # Text, HTML or random bytes: torch's own errors for these read like "101" or "invalid load key".
+        what = "an empty file" if not head else "neither the zip archive torch.save writes nor a pickle"
+        raise BagFileError(f"{path}: not a readable PyTorch tensor file ({what}).")
     try:
         obj = _torch_load(path)
-    except pickle.UnpicklingError:
-        raise BagFileError(f"{path}: refused: loading it would run code (it pickles Python objects, not plain "
-                           "tensors); save the features with torch.save(tensor) or as .npy.") from None
+    except pickle.UnpicklingError as exc:
+        # weights_only=True refused it: a general pickle, which only the full loader (which runs code) reads.
+        found = re.search(r"GLOBAL (\S+)", str(exc))
+        detail = f"it calls {found.group(1)}" if found else "it pickles Python objects, not plain tensors"
+        raise BagFileError(f"{path}: refused: loading it would run code ({detail}); save the features "
+                           "with torch.save(tensor) or as .npy.") from None
     except Exception as exc:  # noqa: BLE001 - any failure of a stranger's file is a one-line input error
         raise BagFileError(f"{path}: not a readable PyTorch tensor file ({_first_line(exc)}).") from None
     if isinstance(obj, dict):
@@ -94,7 +108,49 @@ def _load_pt(path: Path, key: str):
     return obj
 
 
-def _open_array(path: Path, key: str):
+def _h5_dataset(handle, path: Path, key: str, follow_links: bool):
+    """The dataset ``key`` of an open HDF5 file, or None; links to other files refused.
+
+    An HDF5 file can reach other files three ways: external links, external raw
+    storage and virtual datasets. Any of them would let a shared ``.h5`` read a file
+    outside the bag folder, so each is refused unless ``follow_links``. The path is
+    walked one link at a time because h5py's ``key in group`` already opens the file
+    an external link names.
+    """
+    import h5py
+
+    if follow_links:
+        node = handle.get(key)
+    else:
+        group, parts, node, hops = handle, [p for p in key.split("/") if p not in ("", ".")], None, 0
+        if key.startswith("/"):
+            group = handle["/"]
+        while parts:
+            name = parts.pop(0)
+            if not isinstance(group, h5py.Group) or not group.id.links.exists(name.encode()):
+                return None
+            kind = group.id.links.get_info(name.encode()).type
+            if kind == h5py.h5l.TYPE_SOFT:
+                hops += 1
+                if hops > 32:
+                    raise BagFileError(f"{path}: a loop of HDF5 soft links at {key!r}.")
+                target = group.id.links.get_val(name.encode()).decode(errors="replace")
+                group = handle["/"] if target.startswith("/") else group
+                parts = [p for p in target.split("/") if p not in ("", ".")] + parts
+                continue
+            if kind != h5py.h5l.TYPE_HARD:
+                raise BagFileError(f"{path}: {key!r} is an HDF5 link to another file; {_LINK_ADVICE}.")
+            node = group[name]
+            group = node
+    if not isinstance(node, h5py.Dataset):
+        return None
+    if not follow_links and (node.is_virtual or node.external):
+        how = "a virtual dataset" if node.is_virtual else "stored in external raw files"
+        raise BagFileError(f"{path}: {key!r} is {how}, which reads other files; {_LINK_ADVICE}.")
+    return node
+
+
+def _open_array(path: Path, key: str, follow_links: bool = False):
     """An array-like (supports ``.shape``, ``.dtype`` and row slicing) over the file's features.
 
     For ``.h5`` the caller must close the returned file handle (second value).
@@ -108,7 +164,8 @@ def _open_array(path: Path, key: str):
         try:
             return np.load(path, mmap_mode="r", allow_pickle=False), None
         except ValueError as exc:
-            if "pickled" in str(exc):
+            # With mmap_mode numpy names object arrays "Python objects in dtype", without it "pickled data".
+            if "pickled" in str(exc) or "Python objects" in str(exc):
                 raise BagFileError(f"{path}: refused: it holds Python objects, and loading them would run "
                                    "code; save a numeric array.") from None
             raise BagFileError(f"{path}: not a plain numeric .npy array ({_first_line(exc)}).") from None
@@ -122,10 +179,18 @@ def _open_array(path: Path, key: str):
         handle = h5py.File(path, "r")
     except Exception as exc:  # noqa: BLE001 - h5py raises OSError and others for damaged files
         raise BagFileError(f"{path}: not a readable HDF5 file ({_first_line(exc)}).") from None
-    if key not in handle or not isinstance(handle[key], h5py.Dataset):
+    try:
+        dataset = _h5_dataset(handle, path, key, follow_links)
+    except BagFileError:
+        handle.close()
+        raise
+    except Exception as exc:  # noqa: BLE001 - a damaged object header surfaces here, not at open
+        handle.close()
+        raise BagFileError(f"{path}: not a readable HDF5 file ({_first_line(exc)}).") from None
+    if dataset is None:
         handle.close()
         raise BagFileError(f"{path}: no {key!r} dataset in the HDF5 file.")
-    return handle[key], handle
+    return dataset, handle
 
 
 def _as_numpy(rows) -> np.ndarray:
@@ -210,6 +275,10 @@ class DiskBagDataset(Sequence):
             raise FileNotFoundError(f"Bag folder {root} does not exist or is not a folder.")
         if not labels.is_file():
             raise FileNotFoundError(f"Labels file {labels} does not exist.")
+        if (labels.is_symlink() and not self.follow_links and labels.parent.resolve() == root.resolve()
+                and not labels.resolve().is_relative_to(root.resolve())):
+            # The folder's own labels file is the stranger's too; one named on purpose elsewhere is the user's.
+            raise BagFileError(f"{labels} leads outside {root} (to {labels.resolve()}); {_LINK_ADVICE}.")
         try:
             table = pd.read_csv(labels, dtype={bag_col: str})
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
@@ -269,13 +338,15 @@ class DiskBagDataset(Sequence):
             try:
                 real = path.resolve(strict=True)
             except (RuntimeError, OSError) as exc:
-                loop = isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == 40 or "loop" in str(exc)
+                loop = isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP
                 raise BagFileError(f"{path}: {'a symbolic link loop' if loop else 'a broken link'}.") from None
             if not real.is_relative_to(root) and not self.follow_links:
-                raise BagFileError(f"{path} leads outside {self.root} (to {real}); refused unless you allow "
-                                   "links out of the folder (--follow-links, follow_links=True).")
-            if real.is_file():
-                found.append(path)
+                raise BagFileError(f"{path} leads outside {self.root} (to {real}); {_LINK_ADVICE}.")
+            if not real.is_file():
+                # A folder, FIFO or device under a feature file's name: opening a FIFO would hang.
+                what = "a folder" if real.is_dir() else "a special file (FIFO, device or socket)"
+                raise BagFileError(f"{path}: {what}, not a feature file.")
+            found.append(path)
         return found
 
     def _inspect(self, bag_id: str) -> _BagFile:
@@ -287,7 +358,7 @@ class DiskBagDataset(Sequence):
             raise BagFileError(f"Bag {bag_id!r} has several feature files ({', '.join(p.name for p in found)}): keep one.")
         path = found[0]
         try:
-            arr, handle = _open_array(path, self.key)
+            arr, handle = _open_array(path, self.key, self.follow_links)
         except BagFileError:
             raise
         except (OSError, EOFError) as exc:
@@ -350,7 +421,7 @@ class DiskBagDataset(Sequence):
         """
         f = self._files[i]
         try:
-            arr, handle = _open_array(f.path, self.key)
+            arr, handle = _open_array(f.path, self.key, self.follow_links)
             try:
                 if len(arr.shape) == 1:
                     out = _as_numpy(arr[:]).reshape(1, -1)[start:stop]
