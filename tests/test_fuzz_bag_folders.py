@@ -2,11 +2,14 @@
 
 Random bag ids (separators, ``..``, absolute paths, unicode, empty), random file contents
 (valid arrays in the three formats, truncated, text, empty, object and complex arrays,
-pickles that would run code, 3-D arrays, missing files) and random labels. Every case must
+pickles that would run code, 3-D arrays, missing files, links out of the folder, ``.h5``
+files that reach other files) and random labels. Every case must
 either load, with every bag readable, or raise the package's error for bad input
 (:class:`BagFileError`, or ``FileNotFoundError`` for a missing file) whose message is one
 line; and no file outside the folder may be opened, which an audit hook watching every
-``open`` of this process checks, with a canary file beside the folder.
+``open`` of this process checks, with a canary file beside the folder. HDF5 opens files
+from C, out of the audit hook's sight, so the canaries beside the folder hold a value
+(777) that no bag may come back with.
 """
 from __future__ import annotations
 
@@ -23,11 +26,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from minitorch_proto import cli
-from minitorch_proto.data import disk
 from minitorch_proto.data.disk import BagFileError, DiskBagDataset
 
 _OPENED: list[str] = []
 _WATCHING = [False]
+CANARY_VALUE = 777.0
 
 
 def _hook(event, args):
@@ -45,7 +48,8 @@ class _Evil:
 
 
 KINDS = ["npy", "pt", "h5", "npy_truncated", "npy_text", "npy_empty", "npy_object", "npy_complex", "npy_3d",
-         "pt_pickle", "pt_text", "pt_truncated", "h5_bad", "missing", "link_out", "dir"]
+         "pt_pickle", "pt_text", "pt_truncated", "h5_bad", "missing", "link_out", "dir",
+         "h5_extlink", "h5_external", "h5_virtual"]
 ODD_IDS = ["../secret", "..", ".", "a/b", "x\\y", "", " ", "é", "slide 01", "0001", "/tmp/secret", "🙂"]
 
 
@@ -84,10 +88,33 @@ def _write(root: Path, bag_id: str, kind: str, rng: np.random.Generator, canary:
         target.write_bytes(target.read_bytes()[:40])
     elif kind == "h5_bad":
         target.write_bytes(b"\x89HDF\r\n\x1a\n" + b"\x00" * 20)
+    elif kind in ("h5_extlink", "h5_external", "h5_virtual"):
+        import h5py
+
+        with h5py.File(target, "w") as fh:
+            if kind == "h5_extlink":
+                fh["features"] = h5py.ExternalLink(str(canary.with_suffix(".h5")), "features")
+            elif kind == "h5_external":
+                fh.create_dataset("features", shape=(2, 3), dtype="<f8",
+                                  external=[(str(canary.with_suffix(".raw")), 0, 48)])
+            else:
+                layout = h5py.VirtualLayout(shape=(2, 3), dtype="f8")
+                layout[:] = h5py.VirtualSource(str(canary.with_suffix(".h5")), "features", shape=(2, 3))
+                fh.create_virtual_dataset("features", layout)
     elif kind == "link_out":
         os.symlink(canary, target)
     elif kind == "dir":
         target.mkdir()
+
+
+def _write_canaries(canary: Path) -> None:
+    """Files beside the folder, in each format, holding a value no bag of the folder holds."""
+    import h5py
+
+    np.save(canary, np.full((2, 3), CANARY_VALUE))
+    with h5py.File(canary.with_suffix(".h5"), "w") as fh:
+        fh["features"] = np.full((2, 3), CANARY_VALUE)
+    canary.with_suffix(".raw").write_bytes(np.full(6, CANARY_VALUE, dtype="<f8").tobytes())
 
 
 def _safe_name(bag_id: str) -> bool:
@@ -108,7 +135,7 @@ def test_a_strangers_folder_loads_or_fails_in_one_line(ids, kinds, labels, seed)
     try:
         root, canary = base / "bags", base / "secret.npy"
         root.mkdir()
-        np.save(canary, np.ones((2, 3)))
+        _write_canaries(canary)
         rng = np.random.default_rng(seed)
         for bag_id, kind in zip(ids, kinds):
             if _safe_name(bag_id) and not (root / bag_id).exists():
@@ -123,7 +150,7 @@ def test_a_strangers_folder_loads_or_fails_in_one_line(ids, kinds, labels, seed)
         try:
             ds = DiskBagDataset(root, root / "labels.csv")
             for i in range(len(ds)):
-                assert np.isfinite(ds[i]).all()
+                assert np.isfinite(ds[i]).all() and not (np.asarray(ds[i]) == CANARY_VALUE).any()
             event("loaded")
         except (BagFileError, FileNotFoundError) as exc:
             event(f"refused: {type(exc).__name__}")
@@ -139,11 +166,12 @@ def test_a_strangers_folder_loads_or_fails_in_one_line(ids, kinds, labels, seed)
         shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.mark.parametrize("kind", ["npy_text", "pt_pickle", "npy_3d", "link_out", "h5_bad"])
+@pytest.mark.parametrize("kind", ["npy_text", "pt_pickle", "npy_3d", "link_out", "h5_bad", "h5_extlink",
+                                  "h5_external", "dir", "pt_text"])
 def test_the_cli_exits_2_on_bad_folders(kind, tmp_path, capsys):
     root, canary = tmp_path / "bags", tmp_path / "secret.npy"
     root.mkdir()
-    np.save(canary, np.ones((2, 3)))
+    _write_canaries(canary)
     rng = np.random.default_rng(0)
     for i in range(4):
         _write(root, f"b{i}", "npy", rng, canary)
@@ -151,5 +179,5 @@ def test_the_cli_exits_2_on_bad_folders(kind, tmp_path, capsys):
     (root / "labels.csv").write_text("bag,label\n" + "".join(f"b{i},{i % 2}\n" for i in range(5)))
     code = cli.main(["train", "--bags-dir", str(root), "--epochs", "1", "--out", str(tmp_path / "m.safetensors")])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and len(err.splitlines()) == 1
-    assert disk  # the module under test
+    assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: ") and "b4." in err
+    assert not (tmp_path / "m.safetensors").exists()
