@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import os
-import pickle
 
+import h5py
 import numpy as np
 import pytest
 import torch
 
 from minitorch_proto import cli
+from minitorch_proto.data import disk
 from minitorch_proto.data.disk import BagFileError, DiskBagDataset, write_bag_folder
 
 from .conftest import make_concept_bags
@@ -116,7 +117,6 @@ def test_npy_that_is_text_or_objects_is_named_for_what_it_is(folder):
         np.save(fh, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(BagFileError, match="Python objects"):
         DiskBagDataset(root, root / "labels.csv")
-    assert pickle  # the module is used by the Evil fixture above
 
 
 def test_labels_without_the_label_column_name_the_column(folder, capsys):
@@ -124,3 +124,107 @@ def test_labels_without_the_label_column_name_the_column(folder, capsys):
     (root / "labels.csv").write_text("bag,target\n" + "".join(f"b{i},{i % 2}\n" for i in range(6)))
     code, err = _train(root, capsys)
     assert code == 2 and "no label column 'label'" in err and "target" in err
+
+
+def _h5_reaching_out(path, how, outside):
+    with h5py.File(path, "w") as fh:
+        if how == "external link":
+            fh["features"] = h5py.ExternalLink(str(outside), "features")
+        elif how == "soft link to an external link":
+            fh["elsewhere"] = h5py.ExternalLink(str(outside), "features")
+            fh["features"] = h5py.SoftLink("/elsewhere")
+        elif how == "external raw storage":
+            fh.create_dataset("features", shape=(4, 3), dtype="<f8",
+                              external=[(str(outside.with_suffix(".raw")), 0, 96)])
+        else:
+            layout = h5py.VirtualLayout(shape=(4, 3), dtype="f8")
+            layout[:] = h5py.VirtualSource(str(outside), "features", shape=(4, 3))
+            fh.create_virtual_dataset("features", layout)
+
+
+@pytest.mark.parametrize("how", ["external link", "soft link to an external link", "external raw storage",
+                                 "virtual dataset"])
+def test_an_h5_file_cannot_read_other_files(folder, capsys, how):
+    root, _ = folder
+    outside = root.parent / "secret.h5"
+    with h5py.File(outside, "w") as fh:
+        fh["features"] = np.full((4, 3), 1e3)
+    outside.with_suffix(".raw").write_bytes(np.full(12, 1e3, dtype="<f8").tobytes())
+    (root / "b5.npy").unlink()
+    _h5_reaching_out(root / "b5.h5", how, outside)
+    _labels(root, [f"b{i}" for i in range(6)])
+    with pytest.raises(BagFileError, match="'features' is .*(another file|reads other files).*--follow-links"):
+        DiskBagDataset(root, root / "labels.csv")
+    code, err = _train(root, capsys)
+    assert code == 2 and len(err.splitlines()) == 1 and "b5.h5" in err
+    # The opt-in reads it: the refusal above was about the link, not a damaged file.
+    ds = DiskBagDataset(root, root / "labels.csv", follow_links=True)
+    np.testing.assert_array_equal(ds[5], np.full((4, 3), 1e3))
+
+
+def test_soft_links_inside_an_h5_file_are_fine(folder):
+    root, _ = folder
+    (root / "b5.npy").unlink()
+    with h5py.File(root / "b5.h5", "w") as fh:
+        fh["group/real"] = np.arange(6.0).reshape(2, 3)
+        fh["features"] = h5py.SoftLink("group/real")
+        fh["loop"] = h5py.SoftLink("/loop")
+    _labels(root, [f"b{i}" for i in range(6)])
+    np.testing.assert_array_equal(DiskBagDataset(root, root / "labels.csv")[5], np.arange(6.0).reshape(2, 3))
+    with pytest.raises(BagFileError, match="loop of HDF5 soft links"):
+        DiskBagDataset(root, root / "labels.csv", key="loop")
+
+
+def test_the_folders_own_labels_file_may_not_link_outside(folder, capsys):
+    root, _ = folder
+    elsewhere = root.parent / "labels_elsewhere.csv"
+    elsewhere.write_text("bag,label\n" + "".join(f"b{i},{i % 2}\n" for i in range(6)))
+    (root / "labels.csv").unlink()
+    os.symlink(elsewhere, root / "labels.csv")
+    with pytest.raises(BagFileError, match="labels.csv leads outside"):
+        DiskBagDataset(root, root / "labels.csv")
+    code, err = _train(root, capsys)
+    assert code == 2 and "--follow-links" in err and len(err.splitlines()) == 1
+    assert len(DiskBagDataset(root, root / "labels.csv", follow_links=True)) == 6
+    # A labels file the user names outside the folder is theirs, not the folder's.
+    assert len(DiskBagDataset(root, elsewhere)) == 6
+
+
+def test_a_folder_or_fifo_under_a_feature_files_name_says_what_it_is(folder):
+    root, _ = folder
+    _labels(root, [f"b{i}" for i in range(6)])
+    (root / "b5.npy").unlink()
+    (root / "b5.npy").mkdir()
+    with pytest.raises(BagFileError, match=r"b5\.npy: a folder, not a feature file"):
+        DiskBagDataset(root, root / "labels.csv")
+    (root / "b5.npy").rmdir()
+    os.mkfifo(root / "b5.npy")
+    # Hold both ends open with bytes waiting, so a reader that wrongly opened the FIFO fails instead of hanging.
+    r = os.open(root / "b5.npy", os.O_RDONLY | os.O_NONBLOCK)
+    w = os.open(root / "b5.npy", os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        os.write(w, b"x" * 256)
+        with pytest.raises(BagFileError, match=r"b5\.npy: a special file"):
+            DiskBagDataset(root, root / "labels.csv")
+    finally:
+        os.close(w)
+        os.close(r)
+
+
+def test_permission_denied_is_one_line(folder, monkeypatch):
+    root, _ = folder
+    _labels(root, [f"b{i}" for i in range(6)])
+    if os.geteuid() != 0:
+        os.chmod(root / "b5.npy", 0)
+    else:  # root reads any file: make the reader's open fail as it would for another user
+        real_open = open
+
+        def denied(path, *args, **kwargs):
+            if str(path).endswith("b5.npy"):
+                raise PermissionError(13, "Permission denied", str(path))
+            return real_open(path, *args, **kwargs)
+
+        monkeypatch.setattr(disk, "open", denied, raising=False)
+    with pytest.raises(BagFileError, match=r"b5\.npy: could not be read \(.*Permission denied") as exc:
+        DiskBagDataset(root, root / "labels.csv")
+    assert "\n" not in str(exc.value)
