@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from minitorch_proto.baselines import BASELINES
-from minitorch_proto.baselines.batched import fit_many
+from minitorch_proto.baselines.batched_fit import fit_many
 from minitorch_proto.data import load_benchmark
 from minitorch_proto.evaluation.cv import stratified_folds
 from minitorch_proto.evaluation.frozen import load_frozen

@@ -42,7 +42,7 @@ from sklearn.metrics import roc_auc_score
 from torch import nn
 
 from minitorch_proto.baselines import BASELINES
-from minitorch_proto.baselines.batched import fit_many
+from minitorch_proto.baselines.batched_fit import fit_many
 from minitorch_proto.data import load_benchmark
 from minitorch_proto.evaluation.cv import stratified_folds
 from minitorch_proto.preprocessing import BagStandardizer

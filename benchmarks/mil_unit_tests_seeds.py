@@ -26,7 +26,7 @@ import torch
 
 from minitorch_proto import experiments
 from minitorch_proto.evaluation.frozen import code_version, write_frozen
-from minitorch_proto.evaluation.unit_tests import summarize_unit_tests
+from minitorch_proto.evaluation.mil_unit_tests import summarize_unit_tests
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from minitorch_proto.baselines import BASELINES
-from minitorch_proto.baselines import batched as B
+from minitorch_proto.baselines import batched_fit as B
 from minitorch_proto.evaluation import baseline_cv as BCV
 from minitorch_proto.evaluation.cv import cross_validate_estimator, stratified_folds
 from tests.conftest import make_concept_bags

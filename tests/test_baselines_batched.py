@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from minitorch_proto.baselines import BASELINES, BagStatistics
-from minitorch_proto.baselines import batched as B
+from minitorch_proto.baselines import batched_fit as B
 
 NEURAL = ["attention", "gated_attention", "mi_net_max", "mi_net_mean", "MI_net_max", "MI_net_mean"]
 

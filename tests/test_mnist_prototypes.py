@@ -101,7 +101,7 @@ def test_restart_selection_never_sees_a_test_bag(monkeypatch):
 
 
 def test_inner_validation_reads_no_test_bag(monkeypatch):
-    import minitorch_proto.data.mnist as data_mnist
+    import minitorch_proto.data.mnist_bags as data_mnist
     from minitorch_proto.experiments import mnist_inner_validation
 
     class Untouchable:

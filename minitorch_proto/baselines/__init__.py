@@ -16,9 +16,9 @@ Families
 * :class:`MISVM` - mi-SVM, Andrews, Tsochantaridis & Hofmann (NIPS 2002).
 * :class:`BagStatistics` - per-bag mean/min/max + logistic regression.
 
-Speed and budget: :func:`minitorch_proto.baselines.batched.fit_many` trains many copies of a
+Speed and budget: :func:`minitorch_proto.baselines.batched_fit.fit_many` trains many copies of a
 neural baseline (all folds, seeds and inner fits) together and gives the same models as
-fitting them one by one (on the CPU in compiled loops, :mod:`minitorch_proto.baselines.compiled`); :mod:`minitorch_proto.evaluation.baseline_cv` runs the
+fitting them one by one (on the CPU in compiled loops, :mod:`minitorch_proto.baselines.compiled_fit`); :mod:`minitorch_proto.evaluation.baseline_cv` runs the
 cross-validation at the published defaults or with the common budget (seed ensemble + inner
 tuning over a fixed grid).
 

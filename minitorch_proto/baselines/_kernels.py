@@ -1,4 +1,4 @@
-"""The numba loops behind :mod:`minitorch_proto.baselines.compiled` (read that module first).
+"""The numba loops behind :mod:`minitorch_proto.baselines.compiled_fit` (read that module first).
 
 One call of :func:`_epoch_all` runs one epoch of every model, a model per parallel
 iteration; :func:`_model_epoch` is one model's epoch: per bag, the forward pass, the loss, the

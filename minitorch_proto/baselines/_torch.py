@@ -170,7 +170,7 @@ class TorchMILClassifier(BaseMILClassifier):
     def _setup_training(self, device: torch.device):
         """Network, bag-order RNG and dropout generator, exactly as :meth:`fit` creates them.
 
-        The batched trainer (:mod:`minitorch_proto.baselines.batched`) calls this too, so a
+        The batched trainer (:mod:`minitorch_proto.baselines.batched_fit`) calls this too, so a
         model trained there starts from the same weights and draws the same bag orders and
         dropout masks as one trained alone.
         """

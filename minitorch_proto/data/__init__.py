@@ -12,7 +12,7 @@ module             what it holds
 ``benchmarks``     Musk1, Musk2, Fox, Tiger, Elephant: :func:`load_benchmark`, split files
 ``synthetic``      the toy problem of the paper's Figure 1 and the MIL unit-test generators
 ``disk``           bags stored one file per bag (.npy/.pt/.h5), read lazily
-``mnist``          MNIST images and MNIST-bags
+``mnist_bags``     MNIST images and MNIST-bags
 =================  =====================================================================
 """
 from .benchmarks import BENCHMARKS, BenchmarkInfo, load_benchmark, read_split_files

@@ -7,6 +7,6 @@ module             what it holds
 ``cv``             leakage-free repeated cross-validation and inner-split tuning
 ``report``         tables shaped like the paper's Table 2, average ranks, atomic writes
 ``explain``        prototype tables, nearest instances, projection, per-instance shares
-``unit_tests``     the algorithmic unit tests of Raff & Holt (2023) on any estimator
+``mil_unit_tests`` the algorithmic unit tests of Raff & Holt (2023) on any estimator
 =================  =====================================================================
 """

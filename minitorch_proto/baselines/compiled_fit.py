@@ -3,7 +3,7 @@
 Why this exists: with one bag per step (the papers' setting) a step of these networks
 is a handful of small matrix products - a bag of five instances through a 256-128-64
 network - and an optimiser update of every parameter. Written as stacked tensor operations
-(the tensor path of :func:`minitorch_proto.baselines.batched.fit_many`), every step pads
+(the tensor path of :func:`minitorch_proto.baselines.batched_fit.fit_many`), every step pads
 each model's bag to a common length, pays about a hundred framework calls and streams all
 models' parameters, gradients and optimiser state through main memory. Here one compiled
 loop runs a model's whole epoch: its bags unpadded, the backward pass written out by hand and

@@ -35,7 +35,7 @@ fall back to fitting the models one after another.
 Two backends
 ------------
 ``"tensor"`` is the stacked program above (CPU or CUDA). ``"compiled"``
-(:mod:`minitorch_proto.baselines.compiled`, numba, CPU only) runs each model's epoch as one
+(:mod:`minitorch_proto.baselines.compiled_fit`, numba, CPU only) runs each model's epoch as one
 compiled loop, models in parallel over ``n_jobs`` threads, with the same initial weights, bag
 orders and dropout masks; on the CPU it is several times faster, because nothing is padded
 and each model's parameters stay in cache. ``"auto"`` (the default) takes the compiled
@@ -52,7 +52,7 @@ from sklearn.base import clone
 from torch import nn
 
 from ..utils import resolve_device, torch_threads
-from . import compiled
+from . import compiled_fit
 from ._torch import POOL_FUNCTIONS, GeneratorDropout, TorchMILClassifier
 from .attention import _AttentionNet
 from .minet import _EPS, _MINetNet, _miNetNet
@@ -298,7 +298,7 @@ def _fit_group(ests, train_sets, n_threads, n_jobs, backend, group_cost, model_c
 
         return Parallel(n_jobs=int(n_jobs))(delayed(_fit_one)(est, bags, y) for est, (bags, y) in zip(ests, train_sets))
     _check_same_settings(ests)
-    if backend == "compiled" and not compiled.supports(ests[0]):
+    if backend == "compiled" and not compiled_fit.supports(ests[0]):
         raise ValueError(f"backend='compiled' does not cover {type(ests[0]).__name__} with these settings "
                          "(numba missing, batch_size > 1 or an unsupported network); use backend='tensor'.")
     data = []
@@ -309,8 +309,8 @@ def _fit_group(ests, train_sets, n_threads, n_jobs, backend, group_cost, model_c
     device = resolve_device(ests[0].device)
     if backend == "compiled" and device.type != "cpu":
         raise ValueError(f"backend='compiled' trains on the CPU; the estimator asks for {device}.")
-    if device.type == "cpu" and backend != "tensor" and compiled.supports(ests[0]):
-        compiled.train_models(ests, data, n_threads=int(n_jobs))
+    if device.type == "cpu" and backend != "tensor" and compiled_fit.supports(ests[0]):
+        compiled_fit.train_models(ests, data, n_threads=int(n_jobs))
     else:
         threads = n_threads if n_threads is not None else ests[0].n_threads
         with torch_threads(threads if device.type == "cpu" else None):
