@@ -20,7 +20,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from . import __version__
+from .about import __version__
 from .serialization import check_input_file, check_output_path, staged_directory, write_atomic
 
 EXIT_USAGE = 2
@@ -371,7 +371,7 @@ def _run_record(args, methods: list[str], datasets: list[str], wall: float) -> s
     """``run.json``: what made a results folder (settings, code version, machine), so it can be frozen later."""
     import torch
 
-    from .evaluation.frozen import code_version
+    from .about import code_version
 
     settings = {k: v for k, v in vars(args).items()
                 if k not in ("func", "command") and isinstance(v, (str, int, float, bool, type(None)))}

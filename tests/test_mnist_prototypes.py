@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from minitorch_proto.estimator import PrototypeMILClassifier
-from minitorch_proto.experiments import (
+from minitorch_proto.book import (
     discriminative_prototypes,
     fit_from_prototypes,
     mnist_seed_sweep,
@@ -73,7 +73,7 @@ def _small(**kw):
 
 def test_restart_selection_never_sees_a_test_bag(monkeypatch):
     """Fits and validation scores of the restarts come before any use of the test bags."""
-    from minitorch_proto.experiments import mnist as mnist_module
+    from minitorch_proto.book import mnist_prototypes as mnist_module
 
     events, real_fit = [], mnist_module._fit_setting
     real_proba = PrototypeMILClassifier.predict_proba
@@ -102,7 +102,7 @@ def test_restart_selection_never_sees_a_test_bag(monkeypatch):
 
 def test_inner_validation_reads_no_test_bag(monkeypatch):
     import minitorch_proto.data.mnist_bags as data_mnist
-    from minitorch_proto.experiments import mnist_inner_validation
+    from minitorch_proto.book import mnist_inner_validation
 
     class Untouchable:
         def __getattr__(self, name):
@@ -119,13 +119,13 @@ def test_inner_validation_reads_no_test_bag(monkeypatch):
 
 
 def test_same_seed_same_run_and_the_defaults_are_the_documented_protocol():
-    from minitorch_proto.experiments import MNIST_DEFAULTS, MNIST_EPOCHS, MNIST_TUNING_SEEDS, run_mnist_experiment
+    from minitorch_proto.book import MNIST_DEFAULTS, MNIST_EPOCHS, MNIST_TUNING_SEEDS, run_mnist_experiment
 
     a, b, c = (run_mnist_experiment(9, random_state=s, **_small()) for s in (4, 4, 5))
     pa, pb, pc = (r["clf"].model_.prototypes.detach().numpy() for r in (a, b, c))
     np.testing.assert_array_equal(pa, pb)
     assert a["test_auc"] == b["test_auc"] and not np.array_equal(pa, pc)
-    # The protocol fixed on the tuning seeds (docstring of experiments.mnist), disjoint from the sweep.
+    # The protocol fixed on the tuning seeds (docstring of book.mnist_prototypes), disjoint from the sweep.
     assert (MNIST_DEFAULTS["lambda_d"], MNIST_DEFAULTS["lr_prototypes"], MNIST_EPOCHS) == (0.01, 3e-3, 100)
     assert not set(MNIST_TUNING_SEEDS) & set(range(10))
 
