@@ -42,7 +42,9 @@ def code_version(cwd: str | os.PathLike | None = None) -> str:
     try:
         sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=where, capture_output=True,
                              text=True, check=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "minitorch_proto"],
+        # ":(top)": a plain "minitorch_proto" would be read relative to ``where`` (by default the
+        # package's own folder), match nothing, and never report a change.
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":(top)minitorch_proto"],
                                cwd=where, capture_output=True, text=True, check=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return f"minitorch_proto {__version__} (not a git checkout)"
