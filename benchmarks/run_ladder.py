@@ -10,7 +10,7 @@ repetition for all five data sets, the nested rung about four and a half minutes
 prototype-best --out results_best`` run with the same ``--repeats`` and ``--seed`` (the same
 folds): its per-fold rows become the last rung and its ``best_choices.csv`` the chosen
 settings, instead of searching again; without it the nested rung is run here (and the choices
-are not kept). ``--freeze`` writes ``ladder_results``, ``ladder_table`` and ``ladder_choices`` with :func:`~minitorch_proto.evaluation.frozen.write_frozen`
+are not kept). ``--freeze`` writes ``ladder_results``, ``ladder_table`` and ``ladder_choices`` with :func:`~minitorch_proto.book.frozen.write_frozen`
 (command, commit and date recorded beside them).
 """
 from __future__ import annotations
@@ -76,7 +76,7 @@ def main(argv=None) -> int:
     table = ladder_table(results)
     print(table.round(3).to_string())
     if args.freeze:
-        from minitorch_proto.evaluation.frozen import write_frozen
+        from minitorch_proto.book.frozen import write_frozen
 
         command = "python benchmarks/run_ladder.py " + shlex.join(sys.argv[1:] if argv is None else argv)
         extra = {}

@@ -1,8 +1,9 @@
 """minitorch_proto: learning maximally predictive prototypes for multiple instance learning.
 
 Data flow, one way: ``data`` -> ``bags`` -> ``model`` -> ``training`` -> ``estimator``
--> ``evaluation`` -> ``experiments``/``plots`` -> ``cli`` (checked by ``tests/test_layout.py``).
+-> ``evaluation`` -> ``plots`` -> ``book`` -> ``cli`` (checked by ``tests/test_layout.py``).
 """
+from .about import __version__
 from .bags import BagBatch
 from .training import BatchedFit, train_batched
 from .evaluation.cv import (
@@ -15,14 +16,21 @@ from .evaluation.cv import (
 )
 from .data import BagDataset, from_dataframe, load_bags_csv, load_benchmark, read_split_files
 from .estimator import PrototypeMILClassifier, load_model
-from .model import PrototypeMIL, PrototypeMILConfig, compat_config, monotone_config
+from .model import (
+    PrototypeMIL,
+    PrototypeMILConfig,
+    compat_config,
+    head_logits,
+    loss_terms,
+    monotone_config,
+    normalize_features,
+)
 from .preprocessing import BagStandardizer
-from .paper import paper_configs
+from .paper import PAPER_TABLE2, REPORTED_BASELINES, paper_configs
 from .training import TrainConfig, compat_train_config, train_model
 
-from .about import __version__
-
 __all__ = [
+    "__version__",
     "BagBatch",
     "BagDataset",
     "BagStandardizer",
@@ -37,6 +45,11 @@ __all__ = [
     "cross_validate",
     "cross_validate_estimator",
     "cross_validate_prototype",
+    "head_logits",
+    "loss_terms",
+    "normalize_features",
+    "PAPER_TABLE2",
+    "REPORTED_BASELINES",
     "from_dataframe",
     "load_bags_csv",
     "load_benchmark",

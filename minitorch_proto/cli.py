@@ -311,7 +311,7 @@ def _run_record(args, methods: list[str], datasets: list[str], wall: float, comm
     """``run.json``: what made a results folder (settings, code version, machine), so it can be frozen later."""
     import torch
 
-    from .evaluation.frozen import code_version
+    from .about import code_version
 
     settings = {k: v for k, v in vars(args).items()
                 if k not in ("func", "command") and isinstance(v, (str, int, float, bool, type(None)))}

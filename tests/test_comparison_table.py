@@ -89,7 +89,7 @@ def test_common_budget_gains():
 
 def test_tuned_ensemble_rows_join_the_table_on_the_same_folds():
     from minitorch_proto.methods import PROTOTYPE_BEST
-    from minitorch_proto.evaluation.frozen import load_frozen
+    from minitorch_proto.book.frozen import load_frozen
     from minitorch_proto.evaluation.ladder import NESTED_STEP, TUNED_ENSEMBLE, tuned_ensemble_rows
 
     assert TUNED_ENSEMBLE == PROTOTYPE_BEST  # the label `reproduce --methods prototype-best` writes

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from minitorch_proto.evaluation import frozen
+from minitorch_proto.book import frozen
 
 REPO = Path(__file__).resolve().parents[1]
 NAME = "baseline_common_budget"

@@ -1,12 +1,15 @@
 """The package's house rules, checked on its source: imports point down, no cycles, small modules.
 
 Data flows one way (data -> bags -> model -> training -> estimator -> evaluation ->
-experiments/plots -> cli). A module may import from its own layer or any layer
-below it, never above; a new module must be given a layer here.
+plots -> book -> cli). A module may import from its own layer or any layer
+below it, never above; a new module must be given a layer here. ``book`` is the book's
+code (experiment drivers, frozen tables, verdicts): nothing in the library imports it.
 """
 from __future__ import annotations
 
 import ast
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("estimator",),
     ("baselines",),
     ("meta_estimators", "methods", "evaluation"),
-    ("experiments", "plots"),
+    ("plots",),
+    ("book",),
     ("cli", "__main__", "__init__"),
 ]
 MAX_LINES = 620
@@ -126,30 +130,107 @@ def test_modules_stay_small(module):
     assert n <= MAX_LINES, f"{module} has {n} lines (> {MAX_LINES}): split it by idea"
 
 
+# --------------------------------------------------------------------------------------
+# Names: one file name per module, nothing imported from the package root below it, and
+# notebooks that import only from the package root and its subpackage roots
+# --------------------------------------------------------------------------------------
+NOTEBOOKS = sorted((PACKAGE.parent / "notebooks").glob("*.ipynb"))
+SUBPACKAGES = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+
+
 def test_no_two_modules_share_a_file_name():
-    # "batched.py" in two subpackages made every traceback and import line ambiguous.
-    seen: dict[str, str] = {}
+    # Two "batched.py" or "mnist.py" make tracebacks, imports and search results ambiguous.
+    owners: dict[str, list[str]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.name in ("__init__.py", "__main__.py"):
-            continue
-        rel = str(path.relative_to(PACKAGE))
-        assert path.name not in seen, f"{rel} and {seen[path.name]} share a file name"
-        seen[path.name] = rel
+        if path.name not in ("__init__.py", "__main__.py"):
+            owners.setdefault(path.name, []).append(str(path.relative_to(PACKAGE)))
+    shared = {name: paths for name, paths in owners.items() if len(paths) > 1}
+    assert not shared, f"module file names used more than once (name each by its idea): {shared}"
 
 
-def test_no_module_below_the_root_imports_a_name_from_the_root():
-    # The root re-exports; a module that imports a name from it reaches up the layers,
-    # which the module-level check above cannot see because the name is not a module.
-    for module, path in MODULES.items():
-        if module in ("__init__", "__main__"):
-            continue
-        tree = ast.parse(path.read_text())
-        depth = len(module.split(".")) - (0 if path.name == "__init__.py" else 1)
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.ImportFrom):
-                continue
-            to_root = (node.level == 0 and node.module == "minitorch_proto") or (
-                node.level > 0 and node.module is None and node.level == depth + 1)
-            if to_root:
-                names = [a.name for a in node.names if f"{a.name}" not in MODULES]
-                assert not names, f"{module} imports {names} from the package root"
+def _root_names_imported(module: str, source: str, is_pkg: bool) -> list[str]:
+    """Names ``module`` takes from the package root (``__init__``), not from the module defining them."""
+    here = module.split(".") if module != "__init__" else []
+    package = here if is_pkg else here[:-1]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                if node.module != "minitorch_proto":
+                    continue
+            elif node.module or len(package) - (node.level - 1) > 0:
+                continue  # resolves below the root
+            # "from .. import x" / "from minitorch_proto import x" is fine when x is a submodule
+            found += [a.name for a in node.names if a.name not in MODULES]
+        elif isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name == "minitorch_proto"]
+    return found
+
+
+@pytest.mark.parametrize("module", [m for m in MODULES if m != "__init__"])
+def test_no_module_imports_from_the_package_root(module):
+    # The root re-exports from below; a module below it importing those names back hides a
+    # cycle that test_imports_point_down cannot see (the target is a name, not a module).
+    path = MODULES[module]
+    names = _root_names_imported(module, path.read_text(), path.name == "__init__.py")
+    assert not names, f"{module} imports {names} from the package root: import them from the module that defines them"
+
+
+def test_root_import_check_flags_names_not_submodules():
+    assert _root_names_imported("evaluation.frozen", "from .. import __version__", False) == ["__version__"]
+    assert _root_names_imported("cli", "from . import __version__", False) == ["__version__"]
+    assert _root_names_imported("cli", "import minitorch_proto", False) == ["minitorch_proto"]
+    assert _root_names_imported("data.readers", "from minitorch_proto import BagDataset", False) == ["BagDataset"]
+    assert _root_names_imported("evaluation.cv", "from .. import utils\nfrom ..utils import progress_bar", False) == []
+    assert _root_names_imported("evaluation", "from . import cv\nfrom .cv import summarize", True) == []
+
+
+def _notebook_code(path: Path) -> str:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    # IPython magics (%pip, !cmd) are not Python: keep their indentation, drop the command.
+    return "\n".join(re.sub(r"(?m)^(\s*)[%!].*$", r"\1pass", "".join(c["source"]))
+                     for c in cells if c["cell_type"] == "code")
+
+
+def _bad_notebook_imports(source: str) -> tuple[list[str], int]:
+    """(imports naming a module below a subpackage root, number of package imports seen)."""
+    allowed = {"minitorch_proto"} | {f"minitorch_proto.{p}" for p in SUBPACKAGES}
+    bad, seen = [], 0
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "minitorch_proto":
+            seen += 1
+            sub = node.module.split(".")[1:]
+            modules = [a.name for a in node.names if ".".join(sub + [a.name]) in MODULES
+                       and ".".join(sub + [a.name]) not in SUBPACKAGES]
+            if node.module not in allowed or modules:
+                bad.append(ast.unparse(node))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "minitorch_proto":
+                    seen += 1
+                    if alias.name not in allowed:
+                        bad.append(ast.unparse(node))
+    return bad, seen
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebooks_import_only_from_the_package_and_subpackage_roots(notebook):
+    # A reader learns a handful of import paths (minitorch_proto, .data, .evaluation, .book,
+    # .plots, ...); the modules behind them can move without breaking a notebook.
+    bad, seen = _bad_notebook_imports(_notebook_code(notebook))
+    assert seen, f"{notebook.name}: no minitorch_proto import found (is the parser reading its cells?)"
+    assert not bad, f"{notebook.name} imports below a subpackage root (re-export the names there): {bad}"
+
+
+def test_notebook_import_check_flags_deep_paths():
+    bad, seen = _bad_notebook_imports(
+        "try:\n    import minitorch_proto\nexcept ImportError:\n    pass\n"
+        "from minitorch_proto import book, plots, PrototypeMIL\n"
+        "from minitorch_proto.evaluation import stratified_folds\n"
+        "from minitorch_proto.evaluation.cv import summarize\n"
+        "from minitorch_proto.evaluation import explain\n"
+        "from minitorch_proto import model\n"
+        "import minitorch_proto.data.synthetic\n")
+    assert seen == 7
+    assert bad == ["from minitorch_proto.evaluation.cv import summarize", "from minitorch_proto.evaluation import explain",
+                   "from minitorch_proto import model", "import minitorch_proto.data.synthetic"]

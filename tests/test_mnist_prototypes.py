@@ -125,7 +125,7 @@ def test_same_seed_same_run_and_the_defaults_are_the_documented_protocol():
     pa, pb, pc = (r["clf"].model_.prototypes.detach().numpy() for r in (a, b, c))
     np.testing.assert_array_equal(pa, pb)
     assert a["test_auc"] == b["test_auc"] and not np.array_equal(pa, pc)
-    # The protocol fixed on the tuning seeds (docstring of experiments.mnist), disjoint from the sweep.
+    # The protocol fixed on the tuning seeds (docstring of book.mnist_prototypes), disjoint from the sweep.
     assert (MNIST_DEFAULTS["lambda_d"], MNIST_DEFAULTS["lr_prototypes"], MNIST_EPOCHS) == (0.01, 3e-3, 100)
     assert not set(MNIST_TUNING_SEEDS) & set(range(10))
 

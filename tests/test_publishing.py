@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from minitorch_proto.about import PIP_INSTALL, REPOSITORY
-from minitorch_proto.evaluation import frozen
+from minitorch_proto.book import frozen
 from minitorch_proto.evaluation.ablations import ABLATIONS, DELTA_COLUMNS
 from minitorch_proto.evaluation.cv import RESULT_COLUMNS
 
@@ -116,7 +116,7 @@ def test_frozen_tables_ship_as_package_data():
     patterns = config["tool"]["setuptools"]["package-data"]["minitorch_proto"]
     for name in names:
         for suffix in (".csv", ".json"):
-            rel = f"data/frozen/{name}{suffix}"
+            rel = f"book/frozen_tables/{name}{suffix}"
             assert any(fnmatch.fnmatch(rel, p) for p in patterns), f"{rel} is not package data ({patterns})"
 
 

@@ -21,7 +21,7 @@ from minitorch_proto.data.synthetic import (
     make_toy_bags,
 )
 from minitorch_proto.evaluation.metrics import binary_auc
-from minitorch_proto.evaluation.unit_tests import (
+from minitorch_proto.evaluation.mil_unit_tests import (
     background_counts,
     compare_unit_test_runs,
     run_mil_unit_tests,

@@ -125,7 +125,8 @@ def test_scikit_learn_halving_search_accepts_lists_of_bags():
 def test_ladder_table_pairs_folds_and_computes_standard_errors_by_hand():
     import pandas as pd
 
-    from minitorch_proto.evaluation.ladder import ladder_table, ladder_verdict
+    from minitorch_proto.book.verdicts import ladder_verdict
+    from minitorch_proto.evaluation.ladder import ladder_table
 
     rows = []
     for rep in (1, 2):
@@ -168,7 +169,8 @@ def test_cross_validated_ensemble_rows_average_the_seeds():
 def test_best_baseline_comparison_uses_the_same_folds():
     import pandas as pd
 
-    from minitorch_proto.evaluation.ladder import best_baseline_comparison, comparison_verdict
+    from minitorch_proto.book.verdicts import comparison_verdict
+    from minitorch_proto.evaluation.ladder import best_baseline_comparison
 
     rows = []
     for fold in (1, 2, 3, 4):

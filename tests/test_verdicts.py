@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from minitorch_proto.evaluation.verdicts import (
+from minitorch_proto.book.verdicts import (
     ablation_verdict,
     format_span,
     formulation_verdict,

@@ -28,6 +28,14 @@ from .download import (
     sha256_of,
 )
 from .readers import from_dataframe, load_bags_csv, read_mil_csv, read_mil_mat
+from .synthetic import (
+    MIL_UNIT_TESTS,
+    SyntheticBags,
+    make_false_frequency_test,
+    make_multi_concept_test,
+    make_single_concept_test,
+    make_toy_bags,
+)
 
 __all__ = [
     "BENCHMARKS",
@@ -48,4 +56,11 @@ __all__ = [
     "read_split_files",
     "sha256_of",
     "write_bag_folder",
+    # synthetic bags: the toy problem and the MIL unit-test generators
+    "MIL_UNIT_TESTS",
+    "SyntheticBags",
+    "make_false_frequency_test",
+    "make_multi_concept_test",
+    "make_single_concept_test",
+    "make_toy_bags",
 ]

@@ -11,7 +11,7 @@ Two kinds of generators live here.
   Unit Tests" (NeurIPS 2023). Each returns a training and a test set built so that a shortcut
   which works on the training set (a "poison" pattern, or the frequency of a distractor) is
   reversed on the test set. A model that obeys the stated label rule keeps its accuracy; a model
-  that learned the shortcut drops to or below chance. :func:`minitorch_proto.evaluation.unit_tests.run_mil_unit_tests` fits a model on
+  that learned the shortcut drops to or below chance. :func:`minitorch_proto.evaluation.mil_unit_tests.run_mil_unit_tests` fits a model on
   each training set and scores it on the matching test set.
 
 Every generator takes ``random_state`` (an ``int``, ``None`` or a :class:`numpy.random.Generator`)

@@ -27,8 +27,7 @@ from .cv import RESULT_COLUMNS, Fold, _fold_row
 from .metrics import scores_from_proba
 
 __all__ = ["LADDER_STEPS", "NESTED_STEP", "TUNED_ENSEMBLE", "tuned_ensemble_rows", "ladder_configs",
-           "cross_validate_ensemble", "run_ladder", "ladder_table", "ladder_verdict", "best_baseline_comparison",
-           "comparison_verdict"]
+           "cross_validate_ensemble", "run_ladder", "ladder_table", "best_baseline_comparison"]
 
 #: (name, what changes) of each fixed rung, in order; each keeps everything above it.
 LADDER_STEPS: tuple[tuple[str, str], ...] = (
@@ -199,38 +198,6 @@ def ladder_table(results: pd.DataFrame, metric: str = "accuracy") -> pd.DataFram
                                        "seconds"])
 
 
-def ladder_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None) -> str:
-    """Two or three sentences from a :func:`ladder_table`: which rungs helped clearly, and the end point."""
-    steps = list(dict.fromkeys(table["step"]))
-    clear_up, clear_down = [], []
-    for step in steps[1:]:
-        t = table[table["step"] == step]
-        up = t[(t["diff"] > 2 * t["diff_se"])]
-        down = t[(t["diff"] < -2 * t["diff_se"])]
-        if len(up) >= (len(t) + 1) // 2 and len(up) > 0:
-            clear_up.append(f"{step} ({len(up)}/{len(t)})")
-        if len(down) >= (len(t) + 1) // 2 and len(down) > 0:
-            clear_down.append(f"{step} ({len(down)}/{len(t)})")
-    first, last = steps[0], steps[-1]
-    gains = []
-    for ds, g in table.groupby("dataset", sort=False):
-        a, b = g[g["step"] == first]["mean"], g[g["step"] == last]["mean"]
-        if len(a) and len(b):
-            gains.append(((display or {}).get(ds, ds), float(b.iloc[0] - a.iloc[0])))
-    text = []
-    if clear_up:
-        text.append("Rungs that raised accuracy by more than two standard errors of the paired difference on at "
-                    "least half of the data sets: " + ", ".join(clear_up) + ".")
-    else:
-        text.append("No rung raised accuracy by more than two standard errors on at least half of the data sets.")
-    if clear_down:
-        text.append("Rungs that lowered it as clearly: " + ", ".join(clear_down) + ".")
-    if gains:
-        text.append(f"From '{first}' to '{last}' the mean accuracy changed by "
-                    + ", ".join(f"{d} {v:+.3f}" for d, v in gains) + ".")
-    return " ".join(text)
-
-
 def best_baseline_comparison(results: pd.DataFrame, baselines: pd.DataFrame, method: str,
                              exclude_prefix: str = "prototype") -> pd.DataFrame:
     """``method`` beside the best other method of ``baselines`` on each data set, on the same folds.
@@ -258,17 +225,3 @@ def best_baseline_comparison(results: pd.DataFrame, baselines: pd.DataFrame, met
                          n_folds=len(pair)))
     return pd.DataFrame(rows, columns=["dataset", "ours", "ours_se", "best_baseline", "baseline", "baseline_se", "diff",
                                        "diff_se", "n_folds"])
-
-
-def comparison_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None, margin: float = 0.02) -> str:
-    """One or two sentences from :func:`best_baseline_comparison`: where the method matches the best baseline."""
-    name = lambda d: (display or {}).get(d, d)  # noqa: E731
-    at_or_above = [name(d) for d, v in zip(table["dataset"], table["diff"]) if v >= 0]
-    within = [name(d) for d, v in zip(table["dataset"], table["diff"]) if -margin <= v < 0]
-    below = [f"{name(d)} ({v:+.3f})" for d, v in zip(table["dataset"], table["diff"]) if v < -margin]
-    n = len(table)
-    text = [f"The tuned ensemble is at or above the best measured baseline on {len(at_or_above)} of {n} data sets"
-            + (f" ({', '.join(at_or_above)})" if at_or_above else "") + ","
-            + f" within {margin:.2f} below it on {len(within)}" + (f" ({', '.join(within)})" if within else "")
-            + f", and further below on {len(below)}" + (f": {', '.join(below)}" if below else "") + "."]
-    return " ".join(text)

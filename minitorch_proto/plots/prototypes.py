@@ -343,7 +343,7 @@ def plot_prototype_trajectories(
     ----------
     snapshots : sequence of ndarray of shape (D, 2)
         Prototype positions, one array per recorded epoch (first = initial), in the same
-        units as ``bags`` (see :func:`minitorch_proto.experiments.toy_training_snapshots`).
+        units as ``bags`` (see :func:`minitorch_proto.book.toy_training_snapshots`).
     bags : sequence of ndarray of shape (n_i, 2)
     y : array-like
         Bag labels (the larger value is drawn as positive).

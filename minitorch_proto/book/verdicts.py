@@ -20,6 +20,9 @@ __all__ = [
     "formulation_verdict",
     "own_data_verdict",
     "ranking_verdict",
+    "ladder_verdict",
+    "comparison_verdict",
+    "unit_test_verdict",
     "to_html",
     "book_glue",
 ]
@@ -341,6 +344,76 @@ def ranking_verdict(
                 f"of the {len(ordered)} methods measured.")
     return (f"{names.get(method, method)} places {place} of {len(ordered)} by average rank ({ordered[method]:.1f}); "
             f"{names.get(best, best)} is first ({ordered.iloc[0]:.1f}).")
+
+
+def ladder_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None) -> str:
+    """Two or three sentences from a ladder table: which rungs helped clearly, and the end point.
+
+    ``table`` comes from :func:`~minitorch_proto.evaluation.ladder.ladder_table`.
+    """
+    steps = list(dict.fromkeys(table["step"]))
+    clear_up, clear_down = [], []
+    for step in steps[1:]:
+        t = table[table["step"] == step]
+        up = t[(t["diff"] > 2 * t["diff_se"])]
+        down = t[(t["diff"] < -2 * t["diff_se"])]
+        if len(up) >= (len(t) + 1) // 2 and len(up) > 0:
+            clear_up.append(f"{step} ({len(up)}/{len(t)})")
+        if len(down) >= (len(t) + 1) // 2 and len(down) > 0:
+            clear_down.append(f"{step} ({len(down)}/{len(t)})")
+    first, last = steps[0], steps[-1]
+    gains = []
+    for ds, g in table.groupby("dataset", sort=False):
+        a, b = g[g["step"] == first]["mean"], g[g["step"] == last]["mean"]
+        if len(a) and len(b):
+            gains.append(((display or {}).get(ds, ds), float(b.iloc[0] - a.iloc[0])))
+    text = []
+    if clear_up:
+        text.append("Rungs that raised accuracy by more than two standard errors of the paired difference on at "
+                    "least half of the data sets: " + ", ".join(clear_up) + ".")
+    else:
+        text.append("No rung raised accuracy by more than two standard errors on at least half of the data sets.")
+    if clear_down:
+        text.append("Rungs that lowered it as clearly: " + ", ".join(clear_down) + ".")
+    if gains:
+        text.append(f"From '{first}' to '{last}' the mean accuracy changed by "
+                    + ", ".join(f"{d} {v:+.3f}" for d, v in gains) + ".")
+    return " ".join(text)
+
+
+def comparison_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None, margin: float = 0.02) -> str:
+    """One or two sentences from :func:`~minitorch_proto.evaluation.ladder.best_baseline_comparison`: where the method matches the best baseline."""
+    name = lambda d: (display or {}).get(d, d)  # noqa: E731
+    at_or_above = [name(d) for d, v in zip(table["dataset"], table["diff"]) if v >= 0]
+    within = [name(d) for d, v in zip(table["dataset"], table["diff"]) if -margin <= v < 0]
+    below = [f"{name(d)} ({v:+.3f})" for d, v in zip(table["dataset"], table["diff"]) if v < -margin]
+    n = len(table)
+    text = [f"The tuned ensemble is at or above the best measured baseline on {len(at_or_above)} of {n} data sets"
+            + (f" ({', '.join(at_or_above)})" if at_or_above else "") + ","
+            + f" within {margin:.2f} below it on {len(within)}" + (f" ({', '.join(within)})" if within else "")
+            + f", and further below on {len(below)}" + (f": {', '.join(below)}" if below else "") + "."]
+    return " ".join(text)
+
+
+def unit_test_verdict(summary: pd.DataFrame, display: Mapping[str, str] | None = None) -> str:
+    """One or two sentences on which models pass every test on every seed.
+
+    ``summary`` comes from :func:`~minitorch_proto.evaluation.mil_unit_tests.summarize_unit_tests`;
+    ``display`` maps model names to the names to print (default: the names themselves).
+    """
+    if summary.empty:
+        raise ValueError("the unit-test summary is empty.")
+    name = (lambda m: display.get(m, m)) if display else (lambda m: m)
+    per_model = summary.groupby("model", sort=False).agg(all_passed=("passed", "all"), n_tests=("test", "nunique"),
+                                                           n_seeds=("n_seeds", "min"))
+    good = [name(m) for m in per_model.index[per_model["all_passed"]]]
+    seeds = int(per_model["n_seeds"].min())
+    tests = int(per_model["n_tests"].max())
+    head = (f"{len(good)} of {len(per_model)} models pass all {tests} tests on every one of "
+            f"{seeds if seeds == per_model['n_seeds'].max() else f'{seeds} or more'} seeds")
+    if good:
+        return head + ": " + ", ".join(good) + "."
+    return head + "."
 
 
 def to_html(text: str) -> str:

@@ -16,7 +16,7 @@ from .metrics import binary_auc
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["background_counts", "compare_unit_test_runs", "run_mil_unit_tests", "summarize_unit_tests", "unit_test_verdict"]
+__all__ = ["background_counts", "compare_unit_test_runs", "run_mil_unit_tests", "summarize_unit_tests"]
 
 
 def _positive_scores(estimator: Any, bags: list[np.ndarray]) -> np.ndarray | None:
@@ -109,7 +109,7 @@ def summarize_unit_tests(table: "pd.DataFrame") -> "pd.DataFrame":
     Parameters
     ----------
     table : pandas.DataFrame
-        Rows of :func:`~minitorch_proto.experiments.mil_unit_test_table` run over several
+        Rows of :func:`~minitorch_proto.book.mil_unit_test_table` run over several
         seeds (columns ``model``, ``test``, ``seed``, ``accuracy``, ``auc``, ``passed``).
 
     Returns
@@ -136,27 +136,6 @@ def summarize_unit_tests(table: "pd.DataFrame") -> "pd.DataFrame":
     }).reset_index()
     out["passed"] = out["seeds_passed"] == out["n_seeds"]
     return out
-
-
-def unit_test_verdict(summary: "pd.DataFrame", display: Mapping[str, str] | None = None) -> str:
-    """One or two sentences on which models pass every test on every seed.
-
-    ``summary`` comes from :func:`summarize_unit_tests`; ``display`` maps model names to
-    the names to print (default: the names themselves).
-    """
-    if summary.empty:
-        raise ValueError("the unit-test summary is empty.")
-    name = (lambda m: display.get(m, m)) if display else (lambda m: m)
-    per_model = summary.groupby("model", sort=False).agg(all_passed=("passed", "all"), n_tests=("test", "nunique"),
-                                                           n_seeds=("n_seeds", "min"))
-    good = [name(m) for m in per_model.index[per_model["all_passed"]]]
-    seeds = int(per_model["n_seeds"].min())
-    tests = int(per_model["n_tests"].max())
-    head = (f"{len(good)} of {len(per_model)} models pass all {tests} tests on every one of "
-            f"{seeds if seeds == per_model['n_seeds'].max() else f'{seeds} or more'} seeds")
-    if good:
-        return head + ": " + ", ".join(good) + "."
-    return head + "."
 
 
 def compare_unit_test_runs(

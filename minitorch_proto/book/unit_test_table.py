@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..estimator import PrototypeMILClassifier
 from ..utils import EstimatorFactory
-from ..evaluation.unit_tests import run_mil_unit_tests
+from ..evaluation.mil_unit_tests import run_mil_unit_tests
 
 __all__ = ["UNIT_TEST_MIN_SETTINGS", "UNIT_TEST_MONOTONE_SETTINGS", "default_mil_unit_test_models", "mil_unit_test_table"]
 
@@ -92,7 +92,7 @@ def mil_unit_test_table(
     random_state : int or sequence of int, default=0
         Seed of the data generators and of every model; a sequence runs every model once
         per seed and adds a ``seed`` column (summarise with
-        :func:`~minitorch_proto.evaluation.unit_tests.summarize_unit_tests`).
+        :func:`~minitorch_proto.evaluation.mil_unit_tests.summarize_unit_tests`).
     threshold : float, default=0.75
         Minimum test accuracy for ``passed`` (see :func:`~minitorch_proto.data.synthetic.run_mil_unit_tests`).
     generator_kwargs : mapping, optional

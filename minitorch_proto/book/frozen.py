@@ -1,6 +1,6 @@
 """Frozen result tables: measurements too long to re-run in a book build, shipped with the package.
 
-A frozen table is a CSV file in ``minitorch_proto/data/frozen/`` with a JSON file of the same
+A frozen table is a CSV file in ``minitorch_proto/book/frozen_tables/`` with a JSON file of the same
 name beside it that says how it was made (``command``, ``commit``, ``date``, ``description``).
 Both are package data, so a notebook finds them after a plain ``pip install`` (as on Colab),
 without the repository beside it. :func:`write_frozen` writes a table together with that
@@ -12,13 +12,13 @@ import datetime as _dt
 import json
 import os
 import re
-import subprocess
 from importlib import resources
 from pathlib import Path
 
 import pandas as pd
 
-from .report import write_atomic
+from ..about import code_version
+from ..evaluation.report import write_atomic
 
 __all__ = [
     "PROVENANCE_KEYS",
@@ -27,7 +27,6 @@ __all__ = [
     "load_frozen",
     "provenance",
     "provenance_note",
-    "code_version",
     "write_frozen",
 ]
 
@@ -39,7 +38,7 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 def frozen_dir():
     """The package-data folder of the frozen tables (a ``Traversable``, a plain path when installed)."""
-    return resources.files("minitorch_proto") / "data" / "frozen"
+    return resources.files("minitorch_proto") / "book" / "frozen_tables"
 
 
 def _check_name(name: str) -> str:
@@ -121,27 +120,6 @@ def provenance_note(table: pd.DataFrame | dict) -> str:
             f"`{record['command']}` at code version `{record['commit']}`.")
 
 
-def code_version(cwd: str | os.PathLike | None = None) -> str:
-    """The git commit of the code (``<sha>``, ``<sha>+dirty`` with uncommitted changes), else the version.
-
-    Parameters
-    ----------
-    cwd : path-like, optional
-        Folder inside the repository; defaults to the package's folder.
-    """
-    from ..about import __version__  # noqa: PLC0415 - the package's own version, only needed outside git
-
-    where = Path(cwd) if cwd is not None else Path(__file__).resolve().parent
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=where, capture_output=True,
-                             text=True, check=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "minitorch_proto"],
-                               cwd=where, capture_output=True, text=True, check=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return f"minitorch_proto {__version__} (not a git checkout)"
-    return sha + ("+dirty" if dirty else "")
-
-
 def write_frozen(
     df: pd.DataFrame,
     name: str,
@@ -164,7 +142,7 @@ def write_frozen(
     description : str
         One line: what the table holds (protocol, data sets, methods).
     folder : path-like, optional
-        Target folder; defaults to the package's ``data/frozen`` folder (in a source checkout).
+        Target folder; defaults to the package's ``book/frozen_tables`` folder (in a source checkout).
     **extra
         Further JSON-serialisable provenance fields (e.g. ``wall_seconds``).
 

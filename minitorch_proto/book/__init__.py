@@ -1,0 +1,40 @@
+"""The book's code, not the library's: experiment drivers, frozen tables and the prose of verdicts.
+
+Everything the book's pages and notebooks need beyond the library lives here, so the library
+(``data`` ... ``evaluation``, ``plots``) holds no page-specific glue and this subpackage is the
+only place that knows about the book. It sits above every library layer and below the CLI
+(``tests/test_layout.py``); nothing in the library imports it.
+
+====================  ==================================================================
+module                what it holds
+====================  ==================================================================
+``mnist_prototypes``  the paper's MNIST-bags illustration: defaults, runs, the seed sweep
+``unit_test_table``   the MIL algorithmic unit tests run for every model of the package
+``toy_snapshots``     prototypes recorded while a model trains on toy bags
+``fitting``           what those drivers share (a fit with a per-epoch callback, the objective)
+``verdicts``          short verdicts written from a page's measured numbers; ``book_glue``
+``frozen``            frozen result tables shipped in ``frozen_tables/``, with provenance
+====================  ==================================================================
+
+Each driver does one experiment end to end and returns plain data (dicts, DataFrames, fitted
+estimators), so notebooks stay short and the logic stays testable.
+"""
+from __future__ import annotations
+
+# Each module's __all__ is the one list of its public names; the package re-exports them.
+from . import fitting, frozen, mnist_prototypes, toy_snapshots, unit_test_table, verdicts
+from .fitting import *  # noqa: F403
+from .frozen import *  # noqa: F403
+from .mnist_prototypes import *  # noqa: F403
+from .toy_snapshots import *  # noqa: F403
+from .unit_test_table import *  # noqa: F403
+from .verdicts import *  # noqa: F403
+
+__all__ = [
+    *mnist_prototypes.__all__,
+    *unit_test_table.__all__,
+    *toy_snapshots.__all__,
+    *fitting.__all__,
+    *verdicts.__all__,
+    *frozen.__all__,
+]
