@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from per_bag_loop import accuracy, train_per_bag  # noqa: E402
 
 from minitorch_proto import PrototypeMIL, PrototypeMILConfig, load_benchmark, paper_configs, stratified_folds  # noqa: E402
-from minitorch_proto.evaluation.cv import CVTask, cross_validate_many  # noqa: E402
+from minitorch_proto.evaluation.cv import CVTask, evaluate_tasks  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -55,7 +55,7 @@ def compare(name: str, epochs: int, runs: int, n_folds_loop: int | None) -> dict
         times, accs = [], []
         for _ in range(runs):
             t0 = time.perf_counter()
-            res = cross_validate_many([CVTask(name, data.bags, data.y, folds, mconf, tconf)], device="cpu",
+            res = evaluate_tasks([CVTask(name, data.bags, data.y, folds, mconf, tconf)], device="cpu",
                                       backend=backend)
             times.append(time.perf_counter() - t0)
             accs.append(float(res.accuracy.mean()))
@@ -99,7 +99,7 @@ def full_reproduction(runs: int, epochs: int = 100) -> float:
             d = load_benchmark(name)
             mconf, tconf = paper_configs(name, epochs=epochs)
             tasks.append(CVTask(name, d.bags, d.y, stratified_folds(d.y, 5, 10), mconf, tconf))
-        res = cross_validate_many(tasks, device="cpu")
+        res = evaluate_tasks(tasks, device="cpu")
         times.append(time.perf_counter() - t0)
         acc = res.groupby("dataset", sort=False).accuracy.mean().round(3).to_dict()
         print(f"full reproduction: {times[-1]:.1f} s; accuracy {acc}", flush=True)

@@ -8,14 +8,14 @@ from .bags import BagBatch
 from .training import BatchedFit, train_batched
 from .evaluation.cv import (
     cross_validate,
-    cross_validate_estimator,
-    cross_validate_prototype,
     split_file_folds,
     stratified_folds,
     summarize,
 )
 from .data import BagDataset, from_dataframe, load_bags_csv, load_benchmark, read_split_files
 from .estimator import PrototypeMILClassifier, load_model
+from .methods import METHODS
+from .methods import make as make_method
 from .model import (
     PrototypeMIL,
     PrototypeMILConfig,
@@ -43,8 +43,6 @@ __all__ = [
     "monotone_config",
     "compat_train_config",
     "cross_validate",
-    "cross_validate_estimator",
-    "cross_validate_prototype",
     "head_logits",
     "loss_terms",
     "normalize_features",
@@ -54,6 +52,8 @@ __all__ = [
     "load_bags_csv",
     "load_benchmark",
     "load_model",
+    "make_method",
+    "METHODS",
     "paper_configs",
     "read_split_files",
     "split_file_folds",

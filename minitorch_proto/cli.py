@@ -363,7 +363,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_cv(args) -> int:
-    from .evaluation.cv import cross_validate_prototype, stratified_folds, summarize
+    from .evaluation.cv import CVTask, evaluate_tasks, stratified_folds, summarize
 
     out = check_output_path(args.out, "file") if args.out else None
     data, _ = _load(args)
@@ -372,9 +372,9 @@ def cmd_cv(args) -> int:
     folds = stratified_folds(y, args.repeats, args.folds, random_state=args.seed)
     evaluations = ("final", "test_selected") if args.compat == "official" else ("final",)
     with _naming_bags(data.bag_ids):
-        res = cross_validate_prototype(data.bags, y, folds, mconf, tconf, dataset=data.name,
-                                       standardization=std, evaluations=evaluations, device=args.device,
-                                       progress=True, backend=args.backend)
+        task = CVTask(data.name, data.bags, y, folds, mconf, tconf, std)
+        res = evaluate_tasks([task], evaluations=evaluations, device=args.device, progress=True,
+                             backend=args.backend)
     summ = summarize(res)
     print(summ.to_string(index=False))
     if out is not None:

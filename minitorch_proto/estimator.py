@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numbers
 import os
-from dataclasses import fields, replace
+from dataclasses import fields
 from pathlib import Path
 from typing import Sequence
 
@@ -14,7 +14,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from .model import PrototypeMIL, PrototypeMILConfig, class_probabilities, head_logits, normalize_features
 from .convex_head import RECOMMENDED, check_head_options
 from .preprocessing import BagStandardizer
-from .serialization import ModelFileError, check_model_content, load_model_file, save_model_file, to_jsonable
+from .estimator_files import load_estimator, save_estimator
 from .training import TrainConfig
 from .utils import resolve_device
 from .validation import (
@@ -226,6 +226,15 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         """
         return cls(**{**RECOMMENDED, **overrides})
 
+    @classmethod
+    def from_configs(cls, model_config: PrototypeMILConfig, train_config: TrainConfig,
+                     **params) -> "PrototypeMILClassifier":
+        """The estimator whose :meth:`model_config` and :meth:`train_config` are these (``params`` set the rest)."""
+        values = {f.name: getattr(model_config, f.name) for f in fields(PrototypeMILConfig)}
+        values.update({f.name: getattr(train_config, f.name) for f in fields(TrainConfig)})
+        values["pooling"] = tuple(values["pooling"])
+        return cls(**{**values, **params})
+
     # ------------------------------------------------------------ configs
     def model_config(self) -> PrototypeMILConfig:
         """The :class:`PrototypeMILConfig` these parameters describe (every field is a parameter)."""
@@ -253,20 +262,15 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         :class:`PrototypeMIL` holding the current parameters (``standardizer_`` is
         already fitted by then).
         """
-        seed = self.seed_ = seed_from(self.random_state)
-        names = frame_columns(bags)
-        if names is not None:
-            bags = align_frames(bags, names)
         if feature_names is not None:
             names = [str(n) for n in feature_names]
             n_cols = np.shape(bags[0])[-1] if len(bags) else None
             if n_cols is not None and len(names) != n_cols:
                 raise ValueError(f"feature_names has {len(names)} names but the bags have {n_cols} features.")
-        self._fit_many(bags, y, [seed], [self], on_epoch_end)
-        if names is not None:
+            self._train([(bags, y)], [self], on_epoch_end)
             self.feature_names_in_ = np.asarray(names, dtype=object)
-        elif hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_
+        else:
+            self._train([(bags, y)], [self], on_epoch_end)
         return self
 
     def fit_seeds(self, bags: Sequence[np.ndarray], y, seeds: Sequence[int]) -> list["PrototypeMILClassifier"]:
@@ -280,46 +284,117 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         if not seeds:
             raise ValueError("seeds is empty.")
         clones = [clone(self).set_params(random_state=s) for s in seeds]
-        self._fit_many(bags, y, seeds, clones, None)
+        self._train([(bags, y)] * len(seeds), clones, None)
         return clones
 
-    def _fit_many(self, bags, y, seeds, targets, on_epoch_end) -> None:
+    def fit_many(self, train_sets, random_states=None, *, estimators=None,
+                 n_jobs: int = 1) -> list["PrototypeMILClassifier"]:
+        """Fit one copy per ``(bags, y)`` in ``train_sets``, batched: the hook of :func:`~minitorch_proto.evaluation.cross_validate`.
+
+        Each returned estimator equals ``clone(copy).fit(bags, y)`` fitted alone; copies whose
+        parameters differ at most in ``random_state`` and the two learning rates (a
+        cross-validation's folds, a learning-rate grid's candidates) train as one batched
+        program over one pool of bags, so a 5 x 10 cross-validation costs little more than
+        a few single fits. A bag object shared by several training sets is stored once.
+
+        Parameters
+        ----------
+        train_sets : sequence of (bags, y)
+        random_states : one seed per training set (copies of this estimator), or
+        estimators : unfitted :class:`PrototypeMILClassifier` copies, one per training set
+        n_jobs : ignored (the batched engine sets its own threads); kept for the common hook
+
+        Returns
+        -------
+        list of the fitted estimators, in the order of ``train_sets``
+        """
+        train_sets = list(train_sets)
+        if estimators is None:
+            if random_states is None or len(random_states) != len(train_sets):
+                raise ValueError("fit_many needs one random state per training set.")
+            estimators = [clone(self).set_params(random_state=int(s)) for s in random_states]
+        estimators = list(estimators)
+        if len(estimators) != len(train_sets):
+            raise ValueError(f"fit_many got {len(estimators)} estimators for {len(train_sets)} training sets.")
+        groups: dict[str, list[int]] = {}
+        for i, est in enumerate(estimators):
+            if not isinstance(est, PrototypeMILClassifier):
+                raise TypeError(f"fit_many fits PrototypeMILClassifier copies, got {type(est).__name__}.")
+            shared = {k: v for k, v in est.get_params(deep=False).items()
+                      if k not in ("random_state", "lr_prototypes", "lr_classifier")}
+            groups.setdefault(repr(sorted(shared.items())), []).append(i)
+        for members in groups.values():
+            estimators[members[0]]._train([train_sets[i] for i in members], [estimators[i] for i in members], None)
+        return estimators
+
+    def _train(self, sets, targets, on_epoch_end) -> None:
+        """Fit ``targets[t]`` on ``sets[t] = (bags, y)``, all in one batched program with this one's settings."""
         from .training import train_batched
 
         mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
         check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone))
         k = self._n_members()
-        # Each target's members are seeded seed, seed + 1, ...: all targets' members train together.
-        seeds = [int(s) + j for s in seeds for j in range(k)]
         check_chunk_size(self.chunk_size)
-        bags = check_bags(bags)
-        y_enc, classes = check_labels(y, len(bags))
-        standardizer = BagStandardizer(self.standardization).fit(bags)
-        std_bags = standardizer.transform(bags)
-        check_distance_range(std_bags, torch.float32)
-        for est in targets:
+        pool: list[np.ndarray] = []
+        labels: list[int] = []
+        slot: dict[tuple[int, int], int] = {}
+        index_sets, prepared, classes0 = [], [], None
+        for bags, y in sets:
+            names = frame_columns(bags)
+            if names is not None:
+                bags = align_frames(bags, names)
+            bags = check_bags(bags)
+            y_enc, classes = check_labels(y, len(bags))
+            if classes0 is None:
+                classes0 = classes
+            elif len(classes) != len(classes0) or not np.array_equal(classes, classes0):
+                # One batched program needs one label encoding; sets with other classes train apart.
+                raise ValueError("training sets fitted together must have the same classes; fit them one by one.")
+            rows = []
+            for bag, label in zip(bags, y_enc.tolist()):
+                key = (id(bag), int(label))
+                if key not in slot:
+                    slot[key] = len(pool)
+                    pool.append(bag)
+                    labels.append(int(label))
+                rows.append(slot[key])
+            index_sets.append(np.asarray(rows, dtype=np.int64))
+            standardizer = BagStandardizer(self.standardization).fit(bags)
+            check_distance_range(standardizer.transform(bags), torch.float32)
+            prepared.append((bags, y_enc, classes, names, standardizer))
+        seeds = [seed_from(est.random_state) for est in targets]  # once each: a RandomState advances
+        for est, seed, (bags, _, classes, names, standardizer) in zip(targets, seeds, prepared):
+            # Set before training: on_epoch_end may read standardizer_.
+            est.seed_ = seed
             est.classes_, est.n_features_in_, est.standardizer_ = classes, bags[0].shape[1], standardizer
-        hook = None
-        if on_epoch_end is not None:
-            hook = lambda epoch, fit: on_epoch_end(epoch, fit.module(0))  # noqa: E731
+            if names is not None:
+                est.feature_names_in_ = np.asarray(names, dtype=object)
+            elif hasattr(est, "feature_names_in_"):
+                del est.feature_names_in_
+        # Each target's members are seeded seed, seed + 1, ...: all targets' members train together.
+        model_seeds = [int(s) + j for s in seeds for j in range(k)]
         fit = train_batched(
-            bags, y_enc, [np.arange(len(bags))] * len(seeds), seeds, mconf, tconf, n_classes=len(classes),
-            standardization=self.standardization, device=resolve_device(self.device), progress=self.verbose,
-            on_epoch_end=hook, backend=self.backend, autocast=self.autocast,
+            pool, np.asarray(labels, dtype=np.int64), [index_sets[t] for t in range(len(targets)) for _ in range(k)],
+            model_seeds, mconf, tconf, n_classes=len(classes0), standardization=self.standardization,
+            lr_prototypes=[float(e.lr_prototypes) for e in targets for _ in range(k)],
+            lr_classifier=[float(e.lr_classifier) for e in targets for _ in range(k)],
+            device=resolve_device(self.device), progress=self.verbose,
+            on_epoch_end=None if on_epoch_end is None else (lambda epoch, f: on_epoch_end(epoch, f.module(0))),
+            backend=self.backend, autocast=self.autocast,
         )
-        for t, est in enumerate(targets):
+        for m in range(len(model_seeds)):
+            if not all(bool(torch.isfinite(p).all()) for p in fit.module(m).parameters()):
+                raise ValueError(
+                    f"training diverged (seed {model_seeds[m]}): the parameters became NaN or infinite; lower the "
+                    "learning rates or standardise the features (standardization='feature')."
+                )
+        for t, (est, (bags, y_enc, classes, _, standardizer)) in enumerate(zip(targets, prepared)):
             est.models_ = [fit.module(t * k + j).eval() for j in range(k)]
             est.histories_ = [fit.history[t * k + j] for j in range(k)]
             est.model_, est.history_ = est.models_[0], est.histories_[0]
-        for m in range(len(seeds)):
-            if not all(bool(torch.isfinite(p).all()) for p in fit.module(m).parameters()):
-                raise ValueError(
-                    f"training diverged (seed {seeds[m]}): the parameters became NaN or infinite; lower the "
-                    "learning rates or standardise the features (standardization='feature')."
-                )
-        if self.push or self.head == "logistic":
-            for t, est in enumerate(targets):
-                est._refit_after_training(std_bags, y_enc, classes, seeds[t * k : (t + 1) * k])
+            if est.push or est.head == "logistic":
+                est._refit_after_training(standardizer.transform(bags), y_enc, classes,
+                                          model_seeds[t * k : (t + 1) * k])
 
     def _refit_after_training(self, std_bags, y_enc, classes, seeds) -> None:
         """Push each member's prototypes onto training instances, then refit its head (convex)."""
@@ -491,33 +566,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         :meth:`load` checks a sha256 of everything.
         """
         self._check_fitted()
-        models = getattr(self, "models_", [self.model_])
-        tensors = {f"model/{k}": v for k, v in models[0].state_dict().items()}
-        # Ensemble members after the first: state dicts of the same shapes, in seed order.
-        for j, member in enumerate(models[1:], start=1):
-            tensors.update({f"member{j}/{k}": v for k, v in member.state_dict().items()})
-        if getattr(self, "prototype_sources_", None) is not None:
-            tensors["prototype_sources"] = np.asarray(self.prototype_sources_, dtype=np.int64)
-        state = self.standardizer_.get_state()
-        for key in ("mean", "scale"):
-            if state.get(key) is not None:
-                tensors[f"standardizer/{key}"] = np.asarray(state[key], dtype=np.float64)
-        params = self.get_params()
-        if not isinstance(params["random_state"], (type(None), numbers.Integral, np.integer)):
-            params["random_state"] = None  # a generator's state is not part of the fitted model
-        names = getattr(self, "feature_names_in_", None)
-        header = {
-            "estimator": type(self).__name__,
-            "params": to_jsonable(params),
-            "classes": to_jsonable(self.classes_),
-            "classes_dtype": self.classes_.dtype.str,
-            "n_features_in": int(self.n_features_in_),
-            "feature_names_in": None if names is None else [str(n) for n in names],
-            "n_members": len(models),
-            "standardizer": {"mode": state["mode"]},
-            "history": to_jsonable(self.history_),
-        }
-        return save_model_file(path, tensors, header)
+        return save_estimator(self, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "PrototypeMILClassifier":
@@ -532,54 +581,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             (checksum), not a model file, unsafe (a pickle that would need code to
             run) or holds another estimator.
         """
-        mf = load_model_file(path)
-        h = mf.header
-        check_model_content(path, h, mf.tensors)
-        if h.get("estimator", cls.__name__) != cls.__name__:
-            raise ModelFileError(f"{path} holds a {h.get('estimator')}, not a {cls.__name__}.")
-        try:
-            params = dict(h["params"])
-            for key in ("pooling", "betas"):  # JSON has lists; the parameters were tuples
-                if isinstance(params.get(key), list):
-                    params[key] = tuple(params[key])
-            unknown = sorted(set(params) - set(cls._get_param_names()))
-            if unknown:
-                raise ModelFileError(f"{path} was written by a newer version (unknown parameters {unknown}).")
-            clf = cls(**params)
-            dtype = h.get("classes_dtype")
-            clf.classes_ = np.asarray(h["classes"], dtype=np.dtype(dtype) if dtype else None)
-            clf.n_features_in_ = int(h["n_features_in"])
-            if h.get("feature_names_in") is not None:
-                clf.feature_names_in_ = np.asarray(h["feature_names_in"], dtype=object)
-            # The initialisation is irrelevant here (the saved weights replace it), and
-            # data-driven inits would need the training instances: build with "normal".
-            model = PrototypeMIL(clf.n_features_in_, len(clf.classes_), replace(clf.model_config(), init="normal"))
-            state = {k[len("model/"):]: v for k, v in mf.tensors.items() if k.startswith("model/")}
-            model.load_state_dict(state)
-            std = {"mode": h["standardizer"]["mode"], "mean": None, "scale": None}
-            for key in ("mean", "scale"):
-                if f"standardizer/{key}" in mf.tensors:
-                    std[key] = mf.tensors[f"standardizer/{key}"].numpy()
-            clf.standardizer_ = BagStandardizer.from_state(std)
-            if "prototype_sources" in mf.tensors:
-                clf.prototype_sources_ = mf.tensors["prototype_sources"].numpy().astype(np.int64)
-            clf.history_ = h.get("history", [])
-            clf.models_ = [model]
-            for j in range(1, int(h.get("n_members", 1))):
-                member = PrototypeMIL(clf.n_features_in_, len(clf.classes_), replace(clf.model_config(), init="normal"))
-                prefix = f"member{j}/"
-                member.load_state_dict({k[len(prefix):]: v for k, v in mf.tensors.items() if k.startswith(prefix)})
-                clf.models_.append(member)
-        except ModelFileError:
-            raise
-        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ModelFileError(f"{path} does not describe a {cls.__name__} this version can build: {first}") from None
-        for m in clf.models_:
-            m.config = clf.model_config()
-            m.eval()
-        clf.model_ = model
-        return clf
+        return load_estimator(cls, path)
 
 
 def load_model(path: str | os.PathLike) -> PrototypeMILClassifier:

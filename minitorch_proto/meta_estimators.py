@@ -201,24 +201,28 @@ class InnerCVSelection(_Wrapper):
     For each candidate (a dict of ``set_params`` arguments) a copy is fitted on each of
     ``inner_folds`` stratified splits of the bags given to :meth:`fit` (shuffled with
     ``random_state``; split s's copy seeded ``10 random_state + s``) and scored on that
-    split's held-out bags. The candidate with the best mean inner accuracy wins (ties:
-    mean inner AUC, then grid order) and is refitted on all the bags, as a seed
-    ensemble of ``n_seeds`` members. Nothing outside the bags given to ``fit`` is seen.
+    split's held-out bags. With ``scoring="accuracy"`` the candidate with the best mean
+    inner accuracy wins (ties: mean inner AUC, then grid order); with ``scoring="auc"``
+    the best mean inner AUC (a split whose AUC is undefined counts its accuracy; ties:
+    grid order). The winner is refitted on all the bags, as a seed ensemble of
+    ``n_seeds`` members. Nothing outside the bags given to ``fit`` is seen.
 
     Attributes
     ----------
     best_params_ : dict, the chosen candidate
     inner_scores_ : ndarray (n_candidates, 2), mean inner accuracy and AUC
+    best_score_ : float, the winner's mean inner score under ``scoring``
     best_estimator_ : the refitted :class:`SeedEnsemble` (or the single model)
     """
 
     def __init__(self, estimator: BaseEstimator, grid: Sequence[Mapping[str, Any]] = (), inner_folds: int = 3,
-                 n_seeds: int = 1, random_state: int = 0) -> None:
+                 n_seeds: int = 1, random_state: int = 0, scoring: str = "accuracy") -> None:
         self.estimator = estimator
         self.grid = grid
         self.inner_folds = inner_folds
         self.n_seeds = n_seeds
         self.random_state = random_state
+        self.scoring = scoring
 
     def fit(self, bags, y) -> "InnerCVSelection":
         """Score every candidate on inner splits of ``bags``, then refit the best on all of them."""
@@ -230,6 +234,8 @@ class InnerCVSelection(_Wrapper):
         return [(tr, va, seed * 10 + s + 1) for s, (tr, va) in enumerate(skf.split(np.zeros(len(y)), y))]
 
     def _fit_many(self, estimators, train_sets, n_jobs):
+        if self.scoring not in ("accuracy", "auc"):
+            raise ValueError(f"scoring must be 'accuracy' or 'auc', got {self.scoring!r}.")
         grid = [dict(c) for c in self.grid] or [{}]
         work, sets, where = [], [], []
         for e_i, (e, (bags, y)) in enumerate(zip(estimators, train_sets)):
@@ -246,6 +252,7 @@ class InnerCVSelection(_Wrapper):
         for e_i, (e, (bags, y)) in enumerate(zip(estimators, train_sets)):
             y_enc, classes = check_labels(y, len(bags))
             scores = np.zeros((len(grid), 2))
+            by_auc = np.zeros(len(grid))
             for k in range(len(work)):
                 if where[k][0] != e_i:
                     continue
@@ -254,8 +261,14 @@ class InnerCVSelection(_Wrapper):
                 proba = proba_in(est, [bags[i] for i in va], np.asarray(est.classes_))
                 acc, auc = scores_from_proba(y_enc[va], proba)
                 scores[g] += (acc, 0.5 if np.isnan(auc) else auc)
+                by_auc[g] += (acc if np.isnan(auc) else auc) / int(e.inner_folds)
             scores /= int(e.inner_folds)
-            best = max(range(len(grid)), key=lambda g: (scores[g, 0], scores[g, 1], -g))
+            if e.scoring == "auc":
+                best = int(np.argmax(by_auc))  # the first of equals: grid order
+                e.best_score_ = float(by_auc[best])
+            else:
+                best = max(range(len(grid)), key=lambda g: (scores[g, 0], scores[g, 1], -g))
+                e.best_score_ = float(scores[best, 0])
             e.inner_scores_, e.best_params_ = scores, grid[best]
             chosen = clone(e.estimator).set_params(**grid[best])
             final = SeedEnsemble(chosen, int(e.n_seeds), int(e.random_state or 0)) if int(e.n_seeds) > 1 else \

@@ -1,4 +1,5 @@
-"""Baseline cross-validation under the two budgets: same models as one by one, no test-fold leakage."""
+"""The baselines under the two budgets, through the registry and the one cross-validation:
+same models as fitted one by one, no test-fold leakage."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,10 @@ from minitorch_proto.baselines import BASELINES
 from minitorch_proto import meta_estimators
 from minitorch_proto.baselines import batched_fit as B
 from minitorch_proto.evaluation import baseline_cv as BCV
-from minitorch_proto.evaluation.cv import cross_validate_estimator, stratified_folds
+from minitorch_proto.evaluation.cv import cross_validate, stratified_folds
+from minitorch_proto.meta_estimators import InnerCVSelection, StandardizedMIL
+from minitorch_proto.methods import make
+from minitorch_proto.preprocessing import BagStandardizer
 from tests.conftest import make_concept_bags
 
 
@@ -30,11 +34,14 @@ def small(monkeypatch):
 @pytest.mark.parametrize("method", ["attention", "MI_net_max", "bag_stats"])
 def test_defaults_match_the_one_by_one_runner(method, small, one_torch_thread):
     bags, y, folds = small
-    got, choices = BCV.cross_validate_baseline(bags, y, folds, method, dataset="toy")
-    ref = cross_validate_estimator(bags, y, folds, BASELINES[method], dataset="toy", method=method)
-    assert choices.empty and list(got.method.unique()) == [method]
-    np.testing.assert_allclose(got.accuracy, ref.accuracy)
-    np.testing.assert_allclose(got.auc, ref.auc, atol=1e-6)
+    got = cross_validate(make(method), bags, y, folds, dataset="toy", method=method)
+    assert list(got.method.unique()) == [method]
+    for fold, (_, row) in zip(folds, got.iterrows()):
+        # One by one: standardise on the fold's training bags, fit the fold-seeded baseline, score.
+        std = BagStandardizer("feature").fit([bags[i] for i in fold.train])
+        est = BASELINES[method](fold.seed).fit(std.transform([bags[i] for i in fold.train]), y[fold.train])
+        p = est.predict_proba(std.transform([bags[i] for i in fold.test]))
+        assert row.accuracy == pytest.approx(np.mean(p.argmax(1) == y[fold.test]))
 
 
 def test_common_budget_never_fits_or_scales_on_test_bags(small, monkeypatch, one_torch_thread):
@@ -50,9 +57,11 @@ def test_common_budget_never_fits_or_scales_on_test_bags(small, monkeypatch, one
         return real(estimator, train_sets, random_states, **kw)
 
     monkeypatch.setattr(meta_estimators, "_fit_many_baselines", spy)
-    res, choices = BCV.cross_validate_baseline(bags, y, folds, "bag_stats", budget="common",
-                                              standardization="none")
-    assert len(res) == len(folds) and len(choices) == len(folds)
+    grid = [{f"estimator__{k}": v for k, v in c.items()} for c in BCV.GRIDS["bag_stats"]]
+    est = InnerCVSelection(StandardizedMIL(BASELINES["bag_stats"](0), "none"), grid, inner_folds=3)
+    res, fitted = cross_validate(est, bags, y, folds, method=BCV.budget_label("bag_stats", "common"),
+                                 return_estimators=True)
+    assert len(res) == len(folds) and all(e.best_params_ in grid for e in fitted)
     tests = [set(f.test.tolist()) for f in folds]
     # 3 candidates x 3 folds x 3 inner splits, then one final fit per fold
     assert len(seen) == 27 + 3
@@ -63,22 +72,19 @@ def test_common_budget_never_fits_or_scales_on_test_bags(small, monkeypatch, one
 
 def test_seed_ensemble_averages_its_members(small, one_torch_thread):
     bags, y, folds = small
-    res, choices = BCV.cross_validate_baseline(bags, y, folds[:1], "attention", budget="common", n_seeds=2,
-                                              grid=[{"lr": 5e-4}])
+    est = InnerCVSelection(StandardizedMIL(BASELINES["attention"](0)), [{"estimator__lr": 5e-4}], n_seeds=2)
+    res, fitted = cross_validate(est, bags, y, folds[:1], return_estimators=True)
     f = folds[0]
-    from minitorch_proto.preprocessing import BagStandardizer
-
     std = BagStandardizer("feature").fit([bags[i] for i in f.train])
     tr, te = std.transform([bags[i] for i in f.train]), std.transform([bags[i] for i in f.test])
     p = np.mean([BASELINES["attention"](s).set_params(lr=5e-4).fit(tr, y[f.train]).predict_proba(te)
                  for s in BCV.member_seeds(f.seed, 2)], axis=0)
     assert res.accuracy.iloc[0] == pytest.approx(np.mean(p.argmax(1) == y[f.test]))
-    assert choices.lr.iloc[0] == 5e-4
+    assert fitted[0].best_params_ == {"estimator__lr": 5e-4}
 
 
-def test_bad_arguments(small):
-    bags, y, folds = small
-    with pytest.raises(ValueError, match="Unknown baseline"):
-        BCV.cross_validate_baseline(bags, y, folds, "nope")
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="unknown method 'nope'"):
+        make("nope")
     with pytest.raises(ValueError, match="budget"):
-        BCV.cross_validate_baseline(bags, y, folds, "bag_stats", budget="huge")
+        make("bag_stats", budget="huge")

@@ -75,16 +75,15 @@ def test_streaming_standardiser_equals_the_concatenated_fit(problem):
 
 
 def test_cross_validation_on_disk_equals_in_memory(tmp_path, problem, one_torch_thread):
-    from minitorch_proto.evaluation.cv import cross_validate_prototype, stratified_folds
-    from minitorch_proto.model import PrototypeMILConfig
-    from minitorch_proto.training import TrainConfig
+    from minitorch_proto.estimator import PrototypeMILClassifier
+    from minitorch_proto.evaluation.cv import cross_validate, stratified_folds
 
     bags, y = problem
     data = DiskBagDataset(tmp_path, write_bag_folder(tmp_path, bags, y, fmt="npy"))
     folds = stratified_folds(y, 1, 2, random_state=0)
-    kw = dict(model_config=PrototypeMILConfig(n_prototypes=3), train_config=TrainConfig(epochs=2), device="cpu")
-    a = cross_validate_prototype(data, data.y, folds, **kw)
-    b = cross_validate_prototype(bags, y, folds, **kw)
+    est = PrototypeMILClassifier(n_prototypes=3, epochs=2, device="cpu")
+    a = cross_validate(est, data, data.y, folds)
+    b = cross_validate(est, bags, y, folds)
     np.testing.assert_allclose(a.auc.to_numpy(), b.auc.to_numpy(), rtol=1e-6)
     np.testing.assert_allclose(a.accuracy.to_numpy(), b.accuracy.to_numpy())
 

@@ -6,9 +6,12 @@ import pandas as pd
 import pytest
 from sklearn.base import clone
 
+from sklearn.base import BaseEstimator
+
 from minitorch_proto.evaluation.cv import (
-    cross_validate_estimator,
-    cross_validate_prototype,
+    CVTask,
+    cross_validate,
+    evaluate_tasks,
     split_file_folds,
     stratified_folds,
     summarize,
@@ -149,13 +152,13 @@ def test_split_file_folds_from_the_authors_files(shared_mil):
 
 
 # ----------------------------------------------------------------- leakage
-class RecordingEstimator:
+class RecordingEstimator(BaseEstimator):
     """Remembers exactly which bags reached fit; predicts the training prior."""
 
     seen: list = []
 
-    def __init__(self, seed):
-        self.seed = seed
+    def __init__(self, random_state=0):
+        self.random_state = random_state
 
     def fit(self, bags, y):
         RecordingEstimator.seen.append([b.copy() for b in bags])
@@ -176,7 +179,9 @@ def test_estimator_cv_never_shows_test_bags_to_fit_or_standardisation():
     for i in folds[0].test:
         marked[i] = marked[i] + 1e6
     RecordingEstimator.seen = []
-    cross_validate_estimator(marked, y, folds[:1], RecordingEstimator)
+    from minitorch_proto.meta_estimators import StandardizedMIL
+
+    cross_validate(StandardizedMIL(RecordingEstimator()), marked, y, folds[:1])
     seen = RecordingEstimator.seen[0]
     assert len(seen) == len(folds[0].train)
     X = np.concatenate(seen)
@@ -201,9 +206,9 @@ def test_batched_cv_standardises_on_training_bags_only():
 def test_prototype_cv_rows_and_honest_default():
     bags, y = make_concept_bags(n_bags=40, seed=0)
     folds = stratified_folds(y, n_repeats=2, n_folds=4)
-    res = cross_validate_prototype(bags, y, folds, PrototypeMILConfig(n_prototypes=8),
-                                   TrainConfig(epochs=30, lr_prototypes=3e-2, lr_classifier=3e-2),
-                                   dataset="toy", evaluations=("final", "test_selected"), device="cpu")
+    task = CVTask("toy", bags, y, folds, PrototypeMILConfig(n_prototypes=8),
+                  TrainConfig(epochs=30, lr_prototypes=3e-2, lr_classifier=3e-2))
+    res = evaluate_tasks([task], evaluations=("final", "test_selected"), device="cpu")
     assert len(res) == 16
     final = res[res.evaluation == "final"]
     assert (final.epoch == 30).all()  # the model evaluated is the last one, never test-chosen
@@ -211,8 +216,13 @@ def test_prototype_cv_rows_and_honest_default():
     assert set(sel.epoch) <= {5, 10, 15, 20, 25, 30}
     assert (sel.auc.values >= final.auc.values - 1e-12).all()  # selection can only flatter
     assert final.accuracy.mean() > 0.7
+    # The same models scored through the estimator and predict_proba: the one cross-validation.
+    est = PrototypeMILClassifier(n_prototypes=8, epochs=30, lr_prototypes=3e-2, lr_classifier=3e-2, device="cpu")
+    via_estimator = cross_validate(est, bags, y, folds, dataset="toy")
+    np.testing.assert_allclose(via_estimator.accuracy, final.accuracy)
+    np.testing.assert_allclose(via_estimator.auc, final.auc, atol=1e-6)
     with pytest.raises(ValueError, match="Unknown evaluation"):
-        cross_validate_prototype(bags, y, folds, evaluations=("best",))
+        evaluate_tasks([task], evaluations=("best",))
 
 
 def test_summary_spreads_by_hand():
@@ -231,8 +241,6 @@ def test_summary_spreads_by_hand():
 def test_training_data_sets_together_equals_training_them_apart():
     import torch
 
-    from minitorch_proto.evaluation.cv import CVTask, cross_validate_many
-
     a_bags, a_y = make_concept_bags(n_bags=20, seed=0)
     b_bags, b_y = make_concept_bags(n_bags=24, seed=1, shift=2.0)
     mconf = PrototypeMILConfig(n_prototypes=4)
@@ -240,8 +248,8 @@ def test_training_data_sets_together_equals_training_them_apart():
         CVTask("a", a_bags, a_y, stratified_folds(a_y, 1, 4), mconf, TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=2e-2)),
         CVTask("b", b_bags, b_y, stratified_folds(b_y, 1, 3), mconf, TrainConfig(epochs=3, lr_prototypes=5e-3, lr_classifier=1e-2)),
     ]
-    together = cross_validate_many(tasks, device="cpu", dtype=torch.float64)
-    apart = pd.concat([cross_validate_many([t], device="cpu", dtype=torch.float64) for t in tasks], ignore_index=True)
+    together = evaluate_tasks(tasks, device="cpu", dtype=torch.float64)
+    apart = pd.concat([evaluate_tasks([t], device="cpu", dtype=torch.float64) for t in tasks], ignore_index=True)
     cols = ["dataset", "repeat", "fold", "n_train", "accuracy", "auc"]
     pd.testing.assert_frame_equal(together[cols].reset_index(drop=True), apart[cols].reset_index(drop=True),
                                   check_exact=False, rtol=1e-9)
@@ -249,24 +257,24 @@ def test_training_data_sets_together_equals_training_them_apart():
 
 
 def test_tuning_uses_inner_splits_only_and_picks_the_better_rate():
-    from minitorch_proto.evaluation.cv import CVTask, cross_validate_tuned
+    from minitorch_proto.meta_estimators import InnerCVSelection
 
     bags, y = make_concept_bags(n_bags=40, seed=0)
     folds = stratified_folds(y, 1, 4)
-    # Poison the test bags: if any of them reached tuning, inner scores would change.
-    task = CVTask("toy", bags, y, folds, PrototypeMILConfig(n_prototypes=8), TrainConfig(epochs=15))
+    base = PrototypeMILClassifier(n_prototypes=8, epochs=15, device="cpu")
     grid = [dict(lr_prototypes=1e-7, lr_classifier=1e-7), dict(lr_prototypes=3e-2, lr_classifier=3e-2)]
-    res, choices = cross_validate_tuned(task, grid, inner_folds=2, device="cpu")
-    assert len(res) == 4 and len(choices) == 4
-    assert (choices.lr_prototypes == 3e-2).all()  # a rate that learns beats one that cannot move
-    assert (choices.inner_auc_1 > choices.inner_auc_0).all()
+    sel = InnerCVSelection(base, grid, inner_folds=2, scoring="auc")
+    res, fitted = cross_validate(sel, bags, y, folds, return_estimators=True)
+    assert len(res) == 4
+    assert all(e.best_params_["lr_prototypes"] == 3e-2 for e in fitted)  # a rate that learns beats one that cannot move
+    assert all(e.inner_scores_[1, 1] > e.inner_scores_[0, 1] for e in fitted)
 
+    # Poison the test bags of fold 0: if any of them reached tuning, its inner scores would change.
     marked = [b.copy() for b in bags]
     for i in folds[0].test:
         marked[i] = marked[i] * 0 + 1e3
-    task2 = CVTask("toy", marked, y, folds[:1], PrototypeMILConfig(n_prototypes=8), TrainConfig(epochs=15))
-    _, choices2 = cross_validate_tuned(task2, grid, inner_folds=2, device="cpu")
-    np.testing.assert_allclose(choices2.filter(like="inner_").values, choices.filter(like="inner_").values[:1])
+    _, fitted2 = cross_validate(sel, marked, y, folds[:1], return_estimators=True)
+    np.testing.assert_allclose(fitted2[0].inner_scores_, fitted[0].inner_scores_)
 
 
 @pytest.mark.parametrize("init", ["kmeans++", "instances"])

@@ -11,7 +11,6 @@ from sklearn.base import clone
 import minitorch_proto
 from minitorch_proto import cli, meta_estimators, methods
 from minitorch_proto.baselines import BASELINES
-from minitorch_proto.evaluation import baseline_cv as BCV
 from minitorch_proto.evaluation.cv import cross_validate, stratified_folds
 from minitorch_proto.evaluation.report import DISPLAY_NAMES
 from minitorch_proto.meta_estimators import InnerCVSelection, SeedEnsemble, StandardizedMIL
@@ -66,8 +65,15 @@ def test_prototype_presets_set_their_implied_settings():
     compat = methods.make("prototype-compat", dataset="musk2")
     assert compat.standardization == "instance" and compat.accumulate_gradients
     assert methods.make("prototype", dataset="tiger").lr_classifier == pytest.approx(1e-4)
-    with pytest.raises(ValueError, match="reproduce"):
-        methods.make("prototype-best")
+    # Every registered method is an estimator now, the tuned rows included.
+    tuned = methods.make("prototype-tuned", dataset="musk1")
+    assert isinstance(tuned, InnerCVSelection) and tuned.scoring == "auc"
+    assert [c["lr_classifier"] for c in tuned.grid] == pytest.approx([3e-5, 3e-4, 3e-3])
+    from minitorch_proto.evaluation.tuning import HalvingSearch
+
+    assert isinstance(methods.make("prototype-best"), HalvingSearch)
+    for key in methods.METHODS:
+        clone(methods.make(key))
 
 
 def test_seed_ensemble_is_the_average_of_its_members(scaled):
@@ -81,16 +87,50 @@ def test_seed_ensemble_is_the_average_of_its_members(scaled):
         SeedEnsemble(base, n_seeds=2.5).fit(bags, y)
 
 
-@pytest.mark.parametrize("key,budget", [("miles", "defaults"), ("bag_stats", "common"), ("mi_svm", "defaults")])
-def test_cross_validate_equals_the_baseline_harness(key, budget, scaled):
+def test_cross_validate_is_the_only_public_cross_validation():
+    # Issue 26: one cross-validation over estimators; everything else is an estimator or a fold helper.
+    import inspect
+
+    names = set()
+    for mod in [minitorch_proto, minitorch_proto.evaluation, *(
+            getattr(minitorch_proto.evaluation, m) for m in ("cv", "tuning", "ladder", "baseline_cv", "ablations"))]:
+        names |= {n for n in getattr(mod, "__all__", dir(mod)) if "cross_validate" in n and not n.startswith("_")}
+    assert names == {"cross_validate"}
+    assert inspect.signature(cross_validate).parameters.keys() >= {"estimator", "bags", "y", "folds"}
+
+
+def test_prototype_fit_many_equals_fits_one_by_one_and_shares_the_pool(scaled):
+    from minitorch_proto import PrototypeMILClassifier
+
     bags, y = scaled
-    folds = stratified_folds(y, 1, 3, random_state=2)
-    old, choices = BCV.cross_validate_baseline(bags, y, folds, key, budget=budget, dataset="toy")
-    new = cross_validate(methods.make(key, budget=budget), bags, y, folds, dataset="toy",
-                         method=BCV.budget_label(key, budget))
-    pd.testing.assert_frame_equal(old.drop(columns="fit_seconds"), new.drop(columns="fit_seconds"))
-    if budget == "common":
-        assert len(choices) == len(folds) and set(choices.C) <= {0.1, 1.0, 10.0}
+    folds = stratified_folds(y, 1, 3, random_state=4)
+    est = PrototypeMILClassifier(n_prototypes=4, epochs=3, lr_prototypes=1e-2, lr_classifier=1e-2, device="cpu")
+    # Learning rates may differ inside one batched program; the copies still equal single fits.
+    copies = [clone(est).set_params(random_state=f.seed, lr_classifier=lr)
+              for f, lr in zip(folds, (1e-2, 2e-2, 5e-3))]
+    sets = [([bags[i] for i in f.train], y[f.train]) for f in folds]
+    together = est.fit_many(sets, estimators=copies)
+    for f, c, (b, t) in zip(folds, together, sets):
+        alone = clone(c).fit(b, t)
+        test = [bags[i] for i in f.test]
+        np.testing.assert_allclose(c.predict_proba(test), alone.predict_proba(test), atol=1e-6)
+        assert c.standardizer_.mean_ == pytest.approx(alone.standardizer_.mean_)
+    with pytest.raises(ValueError, match="one random state per training set"):
+        est.fit_many(sets)
+
+
+def test_tuned_rates_choose_on_inner_auc_and_refit_the_winner(scaled):
+    from minitorch_proto import PrototypeMILClassifier
+
+    bags, y = scaled
+    base = PrototypeMILClassifier(n_prototypes=4, epochs=4, lr_prototypes=1e-4, lr_classifier=1e-4, device="cpu")
+    grid = [{"lr_prototypes": 1e-4 * k, "lr_classifier": 1e-4 * k} for k in (1, 100)]
+    sel = InnerCVSelection(base, grid, inner_folds=2, scoring="auc", random_state=3).fit(bags, y)
+    winner = clone(base).set_params(**sel.best_params_, random_state=3).fit(bags, y)
+    np.testing.assert_allclose(sel.predict_proba(bags), winner.predict_proba(bags), atol=1e-6)
+    assert sel.best_score_ == pytest.approx(sel.inner_scores_[grid.index(sel.best_params_), 1])
+    with pytest.raises(ValueError, match="scoring"):
+        InnerCVSelection(base, grid, scoring="f1").fit(bags, y)
 
 
 def test_inner_selection_never_sees_what_fit_was_not_given(scaled):
@@ -156,9 +196,10 @@ def test_compare_runs_registered_methods_on_the_same_folds(source, tmp_path, cap
     assert json.loads((out / "run.json").read_text())["command"] == "compare"
 
 
-def test_compare_refuses_a_method_without_an_estimator_before_reading_data(tmp_path, capsys):
+def test_compare_refuses_a_method_without_that_budget_before_reading_data(tmp_path, capsys):
+    # The nested search is its own budget: it has no "common" one, and that is said before any data is read.
     code = cli.main(["compare", "--csv", str(tmp_path / "missing.csv"), "--methods", "miles,prototype-best",
-                     "--out", str(tmp_path / "o")])
+                     "--budget", "common", "--out", str(tmp_path / "o")])
     assert code == 2
     err = capsys.readouterr().err
     assert "prototype-best" in err and len(err.strip().splitlines()) == 1

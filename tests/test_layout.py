@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("model",),
     ("training",),
     ("paper", "serialization", "convex_head"),
-    ("estimator",),
+    ("estimator", "estimator_files"),
     ("baselines",),
     ("meta_estimators", "methods", "evaluation"),
     ("plots",),

@@ -9,12 +9,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minitorch_proto.evaluation import tuning
-from minitorch_proto.evaluation.cv import stratified_folds
+from minitorch_proto.evaluation.cv import cross_validate, stratified_folds
+from minitorch_proto.evaluation.reproduction import choice_rows
 from minitorch_proto.evaluation.tuning import (
     GRID,
+    HalvingSearch,
     SearchBudget,
     halving_schedule,
-    nested_cross_validate,
     sample_candidates,
     search_many,
 )
@@ -72,27 +73,33 @@ def test_search_never_shows_a_test_bag_to_fit_scaler_or_scoring(monkeypatch):
     test = set(fold.test.tolist())
     assert rec.trained and rec.scaled and rec.evaluated
     assert not (rec.trained | rec.scaled | rec.evaluated) & test
-    # The recorder does see test bags when they are used: in the refit's single evaluation.
-    nested_cross_validate(bags, y, [fold], SMALL)
-    assert rec.evaluated & test
-    assert not (rec.trained | rec.scaled) & test
+    # The whole nested protocol through the one cross-validation: the search and the refit see
+    # the training bags only; the test bags reach nothing but predict_proba.
+    res = cross_validate(HalvingSearch(SMALL), bags, y, [fold])
+    assert len(res) == 1 and not (rec.trained | rec.scaled | rec.evaluated) & test
 
 
 def test_nested_cv_reports_choices_per_fold_and_same_seed_same_result():
     bags, y = make_concept_bags(40, seed=1)
     folds = stratified_folds(y, 1, 3, random_state=0)
-    res, choices = nested_cross_validate(bags, y, folds, SMALL, dataset="toy")
+    res, fitted = cross_validate(HalvingSearch(SMALL), bags, y, folds, dataset="toy", return_estimators=True)
+    choices = choice_rows(fitted, folds, "toy", "nested")
     assert len(res) == 3 and len(choices) == 3
     assert list(choices[["repeat", "fold"]].itertuples(index=False, name=None)) == [(1, 1), (1, 2), (1, 3)]
     for key in GRID:
         assert choices[key].notna().all()
     assert set(choices["distance"]) <= set(GRID["distance"])
     assert set(choices["epochs"]) <= {3, 6}
-    assert (res["epoch"].to_numpy() == choices["epochs"].to_numpy()).all()
+    assert [e.best_estimator_.epochs for e in fitted] == choices["epochs"].tolist()
+    assert all(e.best_estimator_.n_seeds == SMALL.n_seeds for e in fitted)
     assert res["accuracy"].between(0, 1).all() and choices["budget"].nunique() == 1
-    res2, choices2 = nested_cross_validate(bags, y, folds, SMALL, dataset="toy")
+    res2, fitted2 = cross_validate(HalvingSearch(SMALL), bags, y, folds, dataset="toy", return_estimators=True)
     np.testing.assert_array_equal(res["auc"].to_numpy(), res2["auc"].to_numpy())
-    assert choices["setting"].tolist() == choices2["setting"].tolist()
+    assert choices["setting"].tolist() == choice_rows(fitted2, folds, "toy", "nested")["setting"].tolist()
+    # One fold's search fitted alone equals the same fold in the batched cross-validation.
+    alone = HalvingSearch(SMALL, random_state=folds[1].seed).fit([bags[i] for i in folds[1].train], y[folds[1].train])
+    test = [bags[i] for i in folds[1].test]
+    np.testing.assert_allclose(alone.predict_proba(test), fitted[1].predict_proba(test), atol=1e-6)
 
 
 def test_the_refit_ensemble_averages_its_members():
@@ -149,7 +156,8 @@ def test_ladder_table_pairs_folds_and_computes_standard_errors_by_hand():
 
 
 def test_cross_validated_ensemble_rows_average_the_seeds():
-    from minitorch_proto.evaluation.ladder import cross_validate_ensemble, ladder_configs
+    from minitorch_proto.estimator import PrototypeMILClassifier
+    from minitorch_proto.evaluation.ladder import ladder_configs
     from minitorch_proto.training import TrainConfig
 
     names = [step for step, *_ in ladder_configs("musk1")]
@@ -158,7 +166,8 @@ def test_cross_validated_ensemble_rows_average_the_seeds():
     folds = stratified_folds(y, 1, 3, random_state=0)
     cand = sample_candidates(1, 0)[0]
     mconf, tconf = cand.model_config(), TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=1e-2)
-    res = cross_validate_ensemble(bags, y, folds, mconf, tconf, 2, dataset="toy", method="ens")
+    est = PrototypeMILClassifier.from_configs(mconf, tconf, n_seeds=2, device="cpu")
+    res = cross_validate(est, bags, y, folds, dataset="toy", method="ens")
     assert len(res) == 3 and (res.method == "ens").all()
     cand = type(cand)(**{**cand.estimator_params(), "epochs": 3, "lr_prototypes": 1e-2, "lr_classifier": 1e-2})
     proba = tuning.fit_ensembles(bags, y, [folds[0].train], [folds[0].test], [cand], [folds[0].seed], 2)[0]

@@ -4,9 +4,9 @@
 module              what it holds
 ==================  ====================================================================
 ``metrics``         accuracy and ROC AUC, computed in one place
-``cv``              leakage-free repeated cross-validation and inner-split tuning
-``tuning``          nested cross-validation over a fixed search space (:data:`GRID`)
-``baseline_cv``     the baselines' cross-validation, at their defaults or a common budget
+``cv``              folds and the one cross-validation over estimators (``cross_validate``)
+``tuning``          the nested search as an estimator (``HalvingSearch``) over a fixed space
+``baseline_cv``     the baselines' two budgets (defaults, common) and their row labels
 ``ablations``       one change at a time to the paper's model, paired per-fold deltas
 ``ladder``          from the paper's model to the tuned ensemble, one ingredient a rung
 ``report``          tables shaped like the paper's Table 2, average ranks, atomic writes

@@ -20,7 +20,7 @@ import pandas as pd
 from ..model import compat_config
 from ..paper import paper_configs
 from ..training.config import compat_train_config
-from .cv import cross_validate_prototype, stratified_folds
+from .cv import CVTask, evaluate_tasks, stratified_folds
 
 __all__ = ["Ablation", "ABLATIONS", "BASELINE", "DELTA_COLUMNS", "ablation_configs", "select_ablations", "run_ablations", "paired_deltas"]
 
@@ -138,7 +138,7 @@ def run_ablations(
     seed : int
         Seeds the folds and every model.
     device : str
-        Passed to ``cross_validate_prototype``.
+        Passed to :func:`~minitorch_proto.evaluation.cv.evaluate_tasks`.
 
     Returns
     -------
@@ -155,9 +155,9 @@ def run_ablations(
             key = (name, ablation.setting)
             if key not in trained:  # a setting listed in two groups trains once
                 model_cfg, train_cfg = ablation_configs(name, ablation, epochs=epochs)
-                trained[key] = cross_validate_prototype(
-                    d.bags, d.y, cv_folds, model_cfg, train_cfg, dataset=name, method=ablation.setting,
-                    standardization=ablation.standardization, device=device)
+                task = CVTask(name, d.bags, d.y, cv_folds, model_cfg, train_cfg, ablation.standardization,
+                              ablation.setting)
+                trained[key] = evaluate_tasks([task], device=device)
             rows.append(trained[key].assign(group=ablation.group, setting=ablation.setting))
     return pd.concat(rows, ignore_index=True), time.perf_counter() - t0
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
 from sklearn.model_selection import StratifiedKFold
 
 from ..model import PrototypeMILConfig
-from ..preprocessing import BagStandardizer
 from ..training import TrainConfig
 from ..utils import progress_bar
 from .metrics import scores_from_proba
@@ -29,11 +28,8 @@ __all__ = [
     "EVALUATIONS",
     "stratified_folds",
     "split_file_folds",
-    "cross_validate_prototype",
-    "cross_validate_many",
-    "cross_validate_tuned",
+    "evaluate_tasks",
     "CVTask",
-    "cross_validate_estimator",
     "summarize",
     "RESULT_COLUMNS",
 ]
@@ -136,7 +132,7 @@ class CVTask:
         )
 
 
-def cross_validate_many(
+def evaluate_tasks(
     tasks: Sequence[CVTask],
     *,
     evaluations: Iterable[str] = ("final",),
@@ -147,15 +143,24 @@ def cross_validate_many(
     progress: bool = False,
     backend: str = "auto",
 ) -> pd.DataFrame:
-    """Cross-validate several (data set, setting) tasks, training compatible ones together.
+    """Score the paper's prototype model on several (data set, setting) tasks' folds, training compatible ones together.
 
-    Tasks whose bags have the same number of features and whose settings differ
+    The same models as :func:`cross_validate` over
+    ``PrototypeMILClassifier`` with each task's settings, for the two things an
+    estimator cannot do: train *several data sets* in one program (Table 2's
+    Fox, Tiger and Elephant), and report the published code's test-fold
+    selection (``"test_selected"``: each fold's best test AUC over epochs, an
+    optimistic audit figure, never an estimate). Tasks whose bags have the same number of features and whose settings differ
     at most in the learning rates (the paper's Table 1 varies only those) become
     one batched program: e.g. the 150 models of Fox, Tiger and Elephant. Every
     model still sees only its own fold's training bags, standardised with its own
     statistics. ``backend`` chooses how :func:`~minitorch_proto.training.train_batched`
-    runs them (compiled loops on the CPU by default). See
-    :func:`cross_validate_prototype` for the result columns.
+    runs them (compiled loops on the CPU by default).
+
+    Returns
+    -------
+    DataFrame with :data:`RESULT_COLUMNS`, one row per task, fold and evaluation;
+    ``fit_seconds`` is the batch's wall time divided by its number of models.
     """
     from ..training import train_batched
 
@@ -212,85 +217,6 @@ def cross_validate_many(
                             best = (key, epoch, acc, auc)
                     rows.append(_fold_row(task.dataset, task.method, fold, "test_selected", best[1], best[2], best[3],
                                           per_model))
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
-
-
-def cross_validate_prototype(
-    bags: Sequence[np.ndarray],
-    y: np.ndarray,
-    folds: Sequence[Fold],
-    model_config: PrototypeMILConfig | None = None,
-    train_config: TrainConfig | None = None,
-    *,
-    dataset: str = "custom",
-    method: str = "prototype",
-    standardization: str = "feature",
-    evaluations: Iterable[str] = ("final",),
-    selection_every: int = 5,
-    models_per_batch: int | None = None,
-    device="auto",
-    progress: bool = False,
-    backend: str = "auto",
-) -> pd.DataFrame:
-    """Cross-validate the prototype model, training the folds together (batched).
-
-    Parameters
-    ----------
-    bags, y : the data set (labels encoded 0..C-1).
-    folds : from :func:`stratified_folds` or :func:`split_file_folds`.
-    model_config, train_config : settings shared by every fold.
-    evaluations : subset of ``EVALUATIONS``
-        ``"final"`` (honest) and/or ``"test_selected"`` (published code's selection,
-        labelled as such in the ``evaluation`` column).
-    models_per_batch : int, optional
-        How many folds train together (default: all; memory grows with it).
-
-    Returns
-    -------
-    DataFrame with :data:`RESULT_COLUMNS`, one row per fold and evaluation.
-    ``fit_seconds`` is the batch's wall time divided by its number of models.
-    """
-    task = CVTask(dataset, bags, y, folds, model_config or PrototypeMILConfig(), train_config or TrainConfig(),
-                  standardization, method)
-    return cross_validate_many([task], evaluations=evaluations, selection_every=selection_every,
-                               models_per_batch=models_per_batch, device=device, progress=progress,
-                               backend=backend)
-
-
-def cross_validate_estimator(
-    bags: Sequence[np.ndarray],
-    y: np.ndarray,
-    folds: Sequence[Fold],
-    make_estimator: Callable[[int], object],
-    *,
-    dataset: str = "custom",
-    method: str = "estimator",
-    standardization: str = "feature",
-    progress: bool = False,
-) -> pd.DataFrame:
-    """Cross-validate any estimator with ``fit(bags, y)`` and ``predict_proba(bags)``.
-
-    ``make_estimator(seed)`` builds a fresh estimator for each fold. The
-    standardisation is fitted on the fold's training bags and applied to both
-    sides; the estimator sees the test bags only through ``predict_proba``.
-    """
-    y = np.asarray(y, dtype=np.int64)
-    rows = []
-    for fold in progress_bar(list(folds), progress, f"{dataset} {method}"):
-        std = BagStandardizer(standardization).fit([bags[i] for i in fold.train])
-        train_bags = std.transform([bags[i] for i in fold.train])
-        test_bags = std.transform([bags[i] for i in fold.test])
-        est = make_estimator(fold.seed)
-        t0 = time.perf_counter()
-        est.fit(train_bags, y[fold.train])
-        seconds = time.perf_counter() - t0
-        proba = np.asarray(est.predict_proba(test_bags))
-        classes = np.asarray(getattr(est, "classes_", np.arange(proba.shape[1])))
-        # Columns follow the estimator's classes_; put them in label order 0..C-1.
-        full = np.zeros((len(fold.test), int(y.max()) + 1))
-        full[:, classes.astype(int)] = proba
-        acc, auc = scores_from_proba(y[fold.test], full)
-        rows.append(_fold_row(dataset, method, fold, "final", np.nan, acc, auc, seconds))
     return pd.DataFrame(rows, columns=RESULT_COLUMNS)
 
 
@@ -378,73 +304,3 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
         row["fit_seconds"] = g["fit_seconds"].sum()
         out.append(row)
     return pd.DataFrame(out)
-
-
-def cross_validate_tuned(
-    task: CVTask,
-    grid: Sequence[dict],
-    *,
-    inner_folds: int = 3,
-    score: str = "auc",
-    device="auto",
-    progress: bool = False,
-    backend: str = "auto",
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Cross-validate with learning rates chosen on inner splits of each training fold.
-
-    For every outer fold, each grid point (a dict with ``lr_prototypes`` and
-    ``lr_classifier``) is trained on ``inner_folds`` stratified inner splits of
-    the outer training bags and scored on the inner validation bags; the best mean
-    inner ``score`` ("auc" or "accuracy") wins, and a model with those rates is
-    refitted on the whole outer training fold and evaluated once on the test fold.
-    The test fold takes no part in the choice. Every inner and final model of all
-    folds trains in two batched programs.
-
-    Returns
-    -------
-    results : DataFrame (:data:`RESULT_COLUMNS`), method ``task.method``
-    choices : DataFrame, one row per outer fold with the chosen rates and the inner scores
-    """
-    from ..training import train_batched
-
-    if score not in ("auc", "accuracy"):
-        raise ValueError(f"score must be 'auc' or 'accuracy', got {score!r}.")
-    if not grid:
-        raise ValueError("grid is empty.")
-    y = np.asarray(task.y, dtype=np.int64)
-    inner = []  # (outer index, grid index, train positions, validation positions, seed)
-    for o, fold in enumerate(task.folds):
-        sub = stratified_folds(y[fold.train], 1, inner_folds, random_state=fold.seed)
-        for g in range(len(grid)):
-            for f in sub:
-                inner.append((o, g, fold.train[f.train], fold.train[f.test], fold.seed * 10 + f.fold))
-    t0 = time.perf_counter()
-    fit = train_batched(
-        task.bags, y, [m[2] for m in inner], [m[4] for m in inner], task.model_config, task.train_config,
-        standardization=task.standardization,
-        lr_prototypes=[grid[m[1]]["lr_prototypes"] for m in inner],
-        lr_classifier=[grid[m[1]]["lr_classifier"] for m in inner],
-        eval_sets=[m[3] for m in inner], device=device, progress=progress, backend=backend,
-    )
-    last = int(task.train_config.epochs)
-    scores = np.full((len(task.folds), len(grid)), 0.0)
-    for k, (o, g, _, val, _) in enumerate(inner):
-        acc, auc = scores_from_proba(y[val], fit.evaluations[last][k])
-        value = acc if score == "accuracy" or np.isnan(auc) else auc
-        scores[o, g] += value / inner_folds
-    chosen = scores.argmax(axis=1)
-    final = train_batched(
-        task.bags, y, [f.train for f in task.folds], [f.seed for f in task.folds], task.model_config,
-        task.train_config, standardization=task.standardization,
-        lr_prototypes=[grid[g]["lr_prototypes"] for g in chosen],
-        lr_classifier=[grid[g]["lr_classifier"] for g in chosen],
-        eval_sets=[f.test for f in task.folds], device=device, progress=progress, backend=backend,
-    )
-    seconds = (time.perf_counter() - t0) / len(task.folds)
-    rows, choice_rows = [], []
-    for m, fold in enumerate(task.folds):
-        acc, auc = scores_from_proba(y[fold.test], final.evaluations[last][m])
-        rows.append(_fold_row(task.dataset, task.method, fold, "final", last, acc, auc, seconds))
-        choice_rows.append(dict(dataset=task.dataset, repeat=fold.repeat, fold=fold.fold, **grid[chosen[m]],
-                                **{f"inner_{score}_{g}": scores[m, g] for g in range(len(grid))}))
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS), pd.DataFrame(choice_rows)

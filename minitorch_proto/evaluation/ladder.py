@@ -7,12 +7,11 @@ alone (in that order: the worth of an ingredient can depend on the ones already 
 The fixed rungs (:data:`LADDER_STEPS`) illustrate; their values were picked from the
 regions that single 1 x 10 probes (issue 13) found promising, so they are *not* honest
 estimates of a method one could have chosen blind. The last rung, nested tuning
-(:func:`~minitorch_proto.evaluation.tuning.nested_cross_validate`), is: it chooses every
+(:class:`~minitorch_proto.evaluation.tuning.HalvingSearch`), is: it chooses every
 setting on inner splits of each outer training fold.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import replace
 from typing import Mapping, Sequence
 
@@ -22,12 +21,10 @@ import pandas as pd
 from ..model import PrototypeMILConfig
 from ..paper import paper_configs
 from ..training import TrainConfig
-from ..training.batched import train_batched
-from .cv import RESULT_COLUMNS, Fold, _fold_row
-from .metrics import scores_from_proba
+from .cv import Fold, cross_validate
 
 __all__ = ["LADDER_STEPS", "NESTED_STEP", "TUNED_ENSEMBLE", "tuned_ensemble_rows", "ladder_configs",
-           "cross_validate_ensemble", "run_ladder", "ladder_table", "best_baseline_comparison"]
+           "run_ladder", "ladder_table", "best_baseline_comparison"]
 
 #: (name, what changes) of each fixed rung, in order; each keeps everything above it.
 LADDER_STEPS: tuple[tuple[str, str], ...] = (
@@ -82,42 +79,6 @@ def ladder_configs(dataset: str) -> list[tuple[str, PrototypeMILConfig, TrainCon
     return rungs
 
 
-def cross_validate_ensemble(
-    bags: Sequence[np.ndarray],
-    y: np.ndarray,
-    folds: Sequence[Fold],
-    model_config: PrototypeMILConfig,
-    train_config: TrainConfig,
-    n_seeds: int = 1,
-    *,
-    dataset: str = "custom",
-    method: str = "prototype",
-    backend: str = "auto",
-    device="cpu",
-) -> pd.DataFrame:
-    """Cross-validate one setting as an ``n_seeds`` ensemble (seeds ``fold.seed + s``), all folds batched.
-
-    With ``n_seeds=1`` each fold's model is seeded ``fold.seed``, as in
-    :func:`~minitorch_proto.evaluation.cv.cross_validate_prototype`.
-    """
-    y = np.asarray(y, dtype=np.int64)
-    models = [(f, s) for f in range(len(folds)) for s in range(int(n_seeds))]
-    t0 = time.perf_counter()
-    fit = train_batched(
-        bags, y, [folds[f].train for f, _ in models], [folds[f].seed + s for f, s in models], model_config,
-        train_config, n_classes=int(y.max()) + 1, eval_sets=[folds[f].test for f, _ in models], device=device,
-        backend=backend,
-    )
-    per_fold = (time.perf_counter() - t0) / len(folds)
-    last = fit.evaluations[int(train_config.epochs)]
-    rows = []
-    for f, fold in enumerate(folds):
-        proba = np.mean([last[f * n_seeds + s] for s in range(int(n_seeds))], axis=0)
-        acc, auc = scores_from_proba(y[fold.test], proba)
-        rows.append(_fold_row(dataset, method, fold, "final", int(train_config.epochs), acc, auc, per_fold))
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
-
-
 def run_ladder(
     data: Mapping[str, tuple[Sequence[np.ndarray], np.ndarray]],
     folds: Mapping[str, Sequence[Fold]],
@@ -137,7 +98,8 @@ def run_ladder(
     budget : :class:`~minitorch_proto.evaluation.tuning.SearchBudget` of the nested rung.
     progress : callable(str), optional; told when each rung starts.
     """
-    from .tuning import SearchBudget, nested_cross_validate
+    from ..estimator import PrototypeMILClassifier
+    from .tuning import HalvingSearch, SearchBudget
 
     wanted = list(steps) if steps is not None else [s for s, _ in LADDER_STEPS] + [NESTED_STEP]
     known = {s for s, _ in LADDER_STEPS} | {NESTED_STEP}
@@ -150,14 +112,14 @@ def run_ladder(
             if step in wanted:
                 if progress:
                     progress(f"{name}: {step}")
-                frames.append(cross_validate_ensemble(bags, y, folds[name], mconf, tconf, k, dataset=name,
-                                                      method=step, backend=backend))
+                # Member s of fold f's ensemble is seeded f.seed + s; k = 1 is the single model.
+                est = PrototypeMILClassifier.from_configs(mconf, tconf, n_seeds=k, backend=backend, device="cpu")
+                frames.append(cross_validate(est, bags, y, folds[name], dataset=name, method=step))
         if NESTED_STEP in wanted:
             if progress:
                 progress(f"{name}: {NESTED_STEP}")
-            res, _ = nested_cross_validate(bags, y, folds[name], budget or SearchBudget(), dataset=name,
-                                           method=NESTED_STEP, backend=backend)
-            frames.append(res)
+            search = HalvingSearch(budget or SearchBudget(), backend=backend)
+            frames.append(cross_validate(search, bags, y, folds[name], dataset=name, method=NESTED_STEP))
     return pd.concat(frames, ignore_index=True)
 
 

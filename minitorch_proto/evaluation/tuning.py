@@ -40,12 +40,14 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import ParameterSampler
+from sklearn.utils.validation import check_is_fitted
 
 from ..model import PrototypeMILConfig
 from ..training import TrainConfig
 from ..training.batched import train_batched
-from .cv import RESULT_COLUMNS, Fold, _fold_row, stratified_folds
+from .cv import stratified_folds
 from .metrics import scores_from_proba
 
 __all__ = [
@@ -59,7 +61,7 @@ __all__ = [
     "search",
     "search_many",
     "fit_ensembles",
-    "nested_cross_validate",
+    "HalvingSearch",
 ]
 
 #: The search space (fixed before any outer result was seen). Learning rates span three
@@ -381,48 +383,92 @@ def fit_ensembles(
     return out  # type: ignore[return-value]
 
 
-def nested_cross_validate(
-    bags: Sequence[np.ndarray],
-    y: np.ndarray,
-    folds: Sequence[Fold],
-    budget: SearchBudget | None = None,
-    *,
-    dataset: str = "custom",
-    method: str = "prototype (nested tuning, ensemble)",
-    grid: dict[str, Sequence] | None = None,
-    backend: str = "auto",
-    device="cpu",
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The whole nested protocol: search on inner splits of each outer training fold, refit, test once.
+class HalvingSearch(ClassifierMixin, BaseEstimator):
+    """The nested search as an estimator: successive halving on inner splits of the bags given to ``fit``.
 
-    Returns
-    -------
-    results : DataFrame with :data:`~minitorch_proto.evaluation.cv.RESULT_COLUMNS`
-        One row per outer fold; ``epoch`` is the chosen epoch count, ``fit_seconds`` the
-        search plus refit time per fold.
-    choices : DataFrame
-        One row per outer fold: the chosen settings, their inner score and the budget.
+    ``fit(bags, y)`` runs :func:`search_many` on stratified inner splits of ``bags`` (seeded
+    with ``random_state``; the candidates are drawn with ``budget.random_state``), then
+    refits the winner on all of ``bags`` as a
+    :class:`~minitorch_proto.estimator.PrototypeMILClassifier` with ``n_seeds=budget.n_seeds``
+    members seeded ``random_state``, ``random_state + 1``, ... Cross-validated with
+    :func:`~minitorch_proto.evaluation.cross_validate`, each outer fold's copy sees its
+    training bags only, and :meth:`fit_many` runs the searches of every fold together.
+
+    Attributes
+    ----------
+    best_params_ : dict, the chosen setting (with its epochs)
+    best_score_ : float, its mean inner score (``budget.score``)
+    search_ : SearchResult, with each rung's table
+    best_estimator_ : the refitted PrototypeMILClassifier (an ensemble)
+    classes_ : ndarray
     """
-    budget = budget or SearchBudget()
-    y = np.asarray(y, dtype=np.int64)
-    t0 = time.perf_counter()
-    found = search_many(bags, y, [f.train for f in folds], [f.seed for f in folds], budget, grid=grid,
-                        backend=backend, device=device)
-    t1 = time.perf_counter()
-    chosen = [r.chosen for r in found]
-    probas = fit_ensembles(bags, y, [f.train for f in folds], [f.test for f in folds], chosen,
-                           [f.seed for f in folds], budget.n_seeds, backend=backend, device=device)
-    t2 = time.perf_counter()
-    per_fold = (t2 - t0) / len(folds)
-    rows, choice_rows = [], []
-    for fold, r, proba in zip(folds, found, probas):
-        acc, auc = scores_from_proba(y[fold.test], proba)
-        rows.append(_fold_row(dataset, method, fold, "final", r.chosen.epochs, acc, auc, per_fold))
-        choice_rows.append(dict(dataset=dataset, repeat=fold.repeat, fold=fold.fold, **r.chosen.estimator_params(),
-                                inner_score=r.inner_score, setting=r.chosen.label(),
-                                search_seconds=(t1 - t0) / len(folds), refit_seconds=(t2 - t1) / len(folds),
-                                budget=budget.describe()))
-    choices = pd.DataFrame(choice_rows)
-    if not choices.empty:
-        choices["pooling"] = choices["pooling"].map(lambda p: "+".join(p))
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS), choices
+
+    def __init__(self, budget: SearchBudget | None = None, grid: dict[str, Sequence] | None = None,
+                 random_state: int = 0, backend: str = "auto", device: str = "cpu") -> None:
+        self.budget = budget
+        self.grid = grid
+        self.random_state = random_state
+        self.backend = backend
+        self.device = device
+
+    def fit(self, bags, y) -> "HalvingSearch":
+        """Search on inner splits of ``bags``, then refit the winner on all of them."""
+        return self.fit_many([(bags, y)], estimators=[self])[0]
+
+    def fit_many(self, train_sets, random_states=None, *, estimators=None, n_jobs: int = 1) -> list["HalvingSearch"]:
+        """One search per ``(bags, y)``, all trained together; the same as fitting each alone."""
+        from ..estimator import PrototypeMILClassifier
+        from ..meta_estimators import with_random_state
+        from ..validation import check_bags, check_labels
+
+        train_sets = list(train_sets)
+        if estimators is None:
+            if random_states is None or len(random_states) != len(train_sets):
+                raise ValueError("fit_many needs one random state per training set.")
+            estimators = [with_random_state(self, s) for s in random_states]
+        budget = self.budget or SearchBudget()
+        pool, labels, slot, index_sets, classes0 = [], [], {}, [], None
+        for bags, y in train_sets:
+            bags = check_bags(bags)
+            y_enc, classes = check_labels(y, len(bags))
+            if classes0 is not None and not np.array_equal(classes, classes0):
+                raise ValueError("training sets searched together must have the same classes.")
+            classes0 = classes
+            rows = []
+            for bag, label in zip(bags, y_enc.tolist()):
+                key = (id(bag), int(label))
+                if key not in slot:
+                    slot[key] = len(pool)
+                    pool.append(bag)
+                    labels.append(int(label))
+                rows.append(slot[key])
+            index_sets.append(np.asarray(rows, dtype=np.int64))
+        seeds = [int(e.random_state or 0) for e in estimators]
+        found = search_many(pool, np.asarray(labels, dtype=np.int64), index_sets, seeds, budget, grid=self.grid,
+                            backend=self.backend, device=self.device)
+        finals = [PrototypeMILClassifier(**r.chosen.estimator_params(), n_seeds=int(budget.n_seeds),
+                                         random_state=s, backend=self.backend, device=self.device)
+                  for r, s in zip(found, seeds)]
+        PrototypeMILClassifier().fit_many(train_sets, estimators=finals)
+        for e, r, f in zip(estimators, found, finals):
+            e.search_, e.best_params_, e.best_score_ = r, r.chosen.estimator_params(), float(r.inner_score)
+            e.best_estimator_, e.classes_ = f, f.classes_
+        return estimators
+
+    def predict_proba(self, bags) -> np.ndarray:
+        """Class probabilities of the refitted ensemble."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.predict_proba(bags)
+
+    def predict(self, bags) -> np.ndarray:
+        """The class of largest probability."""
+        return self.classes_[np.argmax(self.predict_proba(bags), axis=1)]
+
+    def choices(self) -> dict:
+        """The chosen setting and its inner score, one row of a choices table."""
+        check_is_fitted(self, "best_estimator_")
+        budget = self.budget or SearchBudget()
+        row = {**self.best_params_, "inner_score": self.best_score_, "setting": self.search_.chosen.label(),
+               "budget": budget.describe()}
+        row["pooling"] = "+".join(row["pooling"])
+        return row
