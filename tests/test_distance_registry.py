@@ -81,3 +81,22 @@ def test_every_engine_trains_with_a_distance_added_in_one_place(toy_distance, on
                                  lr_prototypes=1e-2, lr_classifier=2e-2, random_state=4).fit(bags, y)
     assert clf.predict_proba(bags).shape == (len(bags), 2)
     assert np.isfinite(clf.predict_proba(bags)).all()
+
+
+def test_every_engine_of_the_contract_picks_up_the_distance(toy_distance, one_torch_thread):
+    # Through the one engine contract: the same Problem, every registered engine by name.
+    from minitorch_proto.training.engines import ENGINES, Problem, fit
+
+    bags, y = make_concept_bags(n_bags=12, n_features=3, seed=6, min_size=1, max_size=7)
+    problem = Problem(bags, y, (np.arange(len(bags)),), (4,), PrototypeMILConfig(**CONFIG_FIELDS), TRAIN,
+                      dtype=torch.float64)
+    ref = fit(problem, "sequential").models[0]
+    assert ref.config.distance == TOY
+    for engine in ENGINES:
+        if engine == "compiled":  # kernels for the built-in distances only, and it says so
+            with pytest.raises(ValueError, match="no kernel for distance 'toy_l15'"):
+                fit(problem, engine)
+            continue
+        got = fit(problem, engine).models[0]
+        torch.testing.assert_close(got.prototypes.detach(), ref.prototypes.detach(), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(got.weight.detach(), ref.weight.detach(), rtol=1e-5, atol=1e-6)

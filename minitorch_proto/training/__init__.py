@@ -10,6 +10,8 @@ module             what it holds
 ``compiled``       the numba engine: each model's epoch as one compiled loop (CPU default)
 ``batched``        :func:`train_batched`: M models at once, dispatching to an engine
 ``distributed``    the streaming engine: bags read lazily, data-parallel under torchrun
+``engines``        the one contract: :class:`Problem` in, :class:`Fitted` out, every engine
+                   registered by name (:data:`ENGINES`, :func:`fit`)
 =================  =====================================================================
 
 A distance registered with :func:`minitorch_proto.distances.register_distance` reaches
@@ -22,7 +24,10 @@ over a seeded sample of the cross product of the model's and the trainer's optio
 """
 from .batched import train_batched
 from .config import TrainConfig, compat_train_config, epoch_batches
+from .engines import ENGINES, Fitted, Problem, register_engine
+from .engines import fit as fit_engine
 from .sequential import train_model
 from .setup import BatchedFit
 
-__all__ = ["BatchedFit", "TrainConfig", "compat_train_config", "epoch_batches", "train_batched", "train_model"]
+__all__ = ["BatchedFit", "TrainConfig", "compat_train_config", "epoch_batches", "train_batched", "train_model",
+           "ENGINES", "Fitted", "Problem", "register_engine", "fit_engine"]
