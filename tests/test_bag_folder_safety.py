@@ -228,3 +228,15 @@ def test_permission_denied_is_one_line(folder, monkeypatch):
     with pytest.raises(BagFileError, match=r"b5\.npy: could not be read \(.*Permission denied") as exc:
         DiskBagDataset(root, root / "labels.csv")
     assert "\n" not in str(exc.value)
+
+
+def test_line_breaks_in_a_bag_id_keep_every_error_one_line(folder, capsys):
+    # Found by the fuzz test: a quoted id holding a line break, with no file of that name.
+    root, _ = folder
+    (root / "labels.csv").write_text('bag,label\n"b0",0\n"x\n..",1\nb2,1\nb3,0\n')
+    with pytest.raises(FileNotFoundError) as exc:
+        DiskBagDataset(root, root / "labels.csv")
+    assert "\n" not in str(exc.value) and "x\\n.." in str(exc.value)
+    code, err = _train(root, capsys)
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "\n" not in str(BagFileError("a\nb\rc"))

@@ -42,6 +42,15 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 class BagFileError(ValueError):
     """A bag folder, its labels file or one of its feature files cannot be used (one line, names the file)."""
 
+    def __init__(self, message: str) -> None:
+        # A stranger's file names may hold line breaks (a bag id is any text without a separator):
+        # the message stays one line whatever they hold.
+        super().__init__(_escape_breaks(message))
+
+
+def _escape_breaks(text: str) -> str:
+    return str(text).replace("\r", "\\r").replace("\n", "\\n")
+
 
 def _first_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split("\n")[0].split()) or type(exc).__name__
@@ -352,8 +361,9 @@ class DiskBagDataset(Sequence):
     def _inspect(self, bag_id: str) -> _BagFile:
         found = self._candidates(bag_id)
         if not found:
-            tried = ", ".join(f"{bag_id}{s}" for s in FEATURE_SUFFIXES)
-            raise FileNotFoundError(f"No feature file for bag {bag_id!r} in {self.root} (looked for {tried}).")
+            tried = ", ".join(repr(f"{bag_id}{s}") for s in FEATURE_SUFFIXES)
+            raise FileNotFoundError(_escape_breaks(
+                f"No feature file for bag {bag_id!r} in {self.root} (looked for {tried})."))
         if len(found) > 1:
             raise BagFileError(f"Bag {bag_id!r} has several feature files ({', '.join(p.name for p in found)}): keep one.")
         path = found[0]
