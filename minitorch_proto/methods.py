@@ -93,7 +93,7 @@ def prototype_estimator(dataset: str | None = None, *, compat: bool = False, mon
     fields = {k: v for k, v in {**mconf.to_dict(), **tconf.to_dict()}.items() if k in params}
     if "pooling" in fields:
         fields["pooling"] = tuple(fields["pooling"])
-    return est.set_params(**fields, **overrides)
+    return est.set_params(**{**fields, **overrides})
 
 
 def _baseline(key: str) -> Callable[..., Any]:

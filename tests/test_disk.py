@@ -103,7 +103,7 @@ def test_errors_name_the_file(tmp_path, problem):
     bags, y = problem
     labels = write_bag_folder(tmp_path, bags[:4], y[:4], ["a", "b", "c", "d"], fmt="npy")
     (tmp_path / "c.npy").unlink()
-    with pytest.raises(FileNotFoundError, match="'c'.*looked for c.npy"):
+    with pytest.raises(FileNotFoundError, match="'c'.*looked for 'c.npy'"):
         DiskBagDataset(tmp_path, labels)
     np.save(tmp_path / "c.npy", np.ones((3, 7), dtype=np.float32))
     with pytest.raises(ValueError, match=r"c\.npy has 7 features"):
