@@ -9,7 +9,13 @@ on 127.0.0.1 and opens every page of the table of contents in headless Chromium 
 * a table wider than the page's text column that does not scroll inside its own box;
 * an image that does not load;
 * a notebook page without its "What this page shows" opening or its computed "Verdict" closing;
-* a request for anything outside the site (the book works offline).
+* a request for anything outside the site (the book works offline);
+* a script error (an uncaught exception, such as a SyntaxError of an inline script).
+
+Two checks read the built HTML files directly (no browser), on the quick build and on a build
+that executes nothing (seconds; what the theme and ``_config.yml`` put on every page): no page
+declares ``THEBE_JS_URL`` more than once, and the Colab launch button appears only on the
+pages built from a notebook (``.ipynb``), each pointing at that notebook.
 
 It saves a full-page screenshot of every page to ``_build/screenshots/<page>.png``.
 """
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import importlib.util
 import re
 import shutil
 import subprocess
@@ -26,6 +33,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOTS = REPO / "_build" / "screenshots"
@@ -50,8 +58,6 @@ CHROMIUM_ARGS = [
 
 def toc_files(toc_path: Path = REPO / "_toc.yml") -> list[str]:
     """Every file of the table of contents, root first, without suffix."""
-    import yaml
-
     toc = yaml.safe_load(toc_path.read_text())
     files = [toc["root"]]
 
@@ -84,6 +90,99 @@ def site(tmp_path_factory) -> Path:
     html = out / "_build" / "html"
     assert (html / "index.html").is_file()
     return html
+
+
+def _load_build_book():
+    spec = importlib.util.spec_from_file_location("build_book", REPO / "tools" / "build_book.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def unexecuted_site(tmp_path_factory) -> Path:
+    """The book built from a copy of its sources without executing anything; the HTML folder.
+
+    Pages and theme are those of the real build (warnings are still errors, except the glue
+    references, which only executed notebooks can fill); only the notebooks' outputs are missing.
+    """
+    build_book = _load_build_book()
+    out = tmp_path_factory.mktemp("unexecuted")
+    src = out / "src"
+    build_book.copy_sources(src)
+    config = yaml.safe_load((src / "_config.yml").read_text())
+    config["execute"]["execute_notebooks"] = "off"
+    sphinx_config = config["sphinx"]["config"]
+    sphinx_config["suppress_warnings"] = [*sphinx_config.get("suppress_warnings", []), "mystnb.glue_ref"]
+    (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    t0 = time.perf_counter()
+    status = build_book.jupyter_book_build(src, out=out)
+    print(f"\nunexecuted book build: {time.perf_counter() - t0:.0f} s")
+    assert status == 0, "the book does not build without execution (see the output above)"
+    return out / "_build" / "html"
+
+
+#: ``const THEBE_JS_URL`` (sphinx-thebe's inline script): declared twice, it is a SyntaxError.
+THEBE_DECLARATION = re.compile(r"\b(?:const|let|var)\s+THEBE_JS_URL\b")
+
+
+def colab_launch_links(html: str, colab_url: str) -> list[str]:
+    """The launch links to Colab in a page (``<colab_url>/github/...``), not prose links to Colab."""
+    return re.findall(r'href="(' + re.escape(colab_url.rstrip("/")) + r'/github/[^"]+)"', html)
+
+
+def launch_and_script_problems(site: Path) -> list[str]:
+    """What the theme's scripts and launch buttons get wrong on the built pages (read as text)."""
+    colab_url = yaml.safe_load((REPO / "_config.yml").read_text())["launch_buttons"]["colab_url"]
+    problems = []
+    for page in sorted(site.rglob("*.html")):
+        declarations = len(THEBE_DECLARATION.findall(page.read_text()))
+        if declarations > 1:
+            problems.append(f"{page.relative_to(site)}: THEBE_JS_URL declared {declarations} times")
+    for name in toc_files():
+        html = (site / f"{name}.html").read_text()
+        links = colab_launch_links(html, colab_url)
+        if (REPO / f"{name}.ipynb").is_file():
+            if not links or any(not link.endswith(f"/{name}.ipynb") for link in links):
+                problems.append(f"{name}: a notebook page without its Colab link (found {links})")
+        elif links:
+            source = next(REPO.glob(f"{name}.*")).name
+            problems.append(f"{name}: built from {source}, which Colab cannot open, yet links to Colab: {links}")
+    return problems
+
+
+def test_extensions_are_jupyter_books_without_thebe():
+    """_config.yml lists the extensions itself, to leave sphinx_thebe out; the rest are all there."""
+    from jupyter_book.config import get_default_sphinx_config, get_final_config
+
+    final, _ = get_final_config(user_yaml=REPO / "_config.yml", cli_config={"latex_individualpages": False},
+                                sourcedir=REPO)
+    extensions = final["extensions"]
+    assert "sphinx_thebe" not in extensions
+    defaults = set(get_default_sphinx_config()["extensions"]) - {"sphinx_thebe"}
+    assert defaults <= set(extensions), defaults - set(extensions)
+    config = yaml.safe_load((REPO / "_config.yml").read_text())
+    assert config["launch_buttons"]["thebe"] is False
+    for extension in [*config["sphinx"]["extra_extensions"], *config["sphinx"]["local_extensions"],
+                      "sphinxcontrib.bibtex"]:
+        assert extension in extensions, f"{extension} is not loaded"
+
+
+def test_thebe_pattern_and_colab_links():
+    page = 'x <script>const THEBE_JS_URL = "u"; const a = 1</script> <script>const THEBE_JS_URL = "u"</script>'
+    assert len(THEBE_DECLARATION.findall(page)) == 2
+    html = ('<a href="https://colab.research.google.com">Colab</a>'
+            '<a href="https://colab.research.google.com/github/o/r/blob/main/notebooks/01_x.ipynb">')
+    assert colab_launch_links(html, "https://colab.research.google.com/") == [
+        "https://colab.research.google.com/github/o/r/blob/main/notebooks/01_x.ipynb"]
+
+
+def test_scripts_and_launch_buttons_without_execution(unexecuted_site):
+    assert not (problems := launch_and_script_problems(unexecuted_site)), "\n".join(problems)
+
+
+def test_scripts_and_launch_buttons_of_the_quick_build(site):
+    assert not (problems := launch_and_script_problems(site)), "\n".join(problems)
 
 
 def test_every_toc_page_is_built(site):
@@ -241,6 +340,7 @@ def test_every_page_reads_well_in_chromium(site):
     SCREENSHOTS.mkdir(parents=True)
     problems: list[str] = []
     outside: list[str] = []
+    script_errors: list[str] = []
     shots: list[Path] = []
     try:
         with sync_playwright() as p:
@@ -248,6 +348,7 @@ def test_every_page_reads_well_in_chromium(site):
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.on("request", lambda r: outside.append(r.url)
                     if not r.url.startswith((base, "data:", "blob:", "about:")) else None)
+            page.on("pageerror", lambda error: script_errors.append(f"{page.url}: {error}"))
             for name in toc_files():
                 stem = name.rsplit("/", 1)[-1]
                 response = page.goto(f"{base}/{name}.html", wait_until="load")
@@ -263,5 +364,6 @@ def test_every_page_reads_well_in_chromium(site):
         server.shutdown()
     print(f"\n{len(shots)} full-page screenshots in {SCREENSHOTS.relative_to(REPO)}/")
     assert not problems, "\n".join(problems)
+    assert not script_errors, "script errors in the pages:\n" + "\n".join(script_errors)
     assert not outside, f"pages requested resources outside the site (the book must work offline): {outside[:10]}"
     assert len(shots) == len(toc_files())
