@@ -10,6 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum 
 
 # The offline copy of the benchmarks that sits beside the repository on the project's machines.
 # Users elsewhere need nothing: the loaders download into ~/.cache/minitorch_proto.
+# load_pathology also looks in the sibling folder ../shared/data/pathology (UCSB breast cancer).
 SHARED_DATA := $(abspath ../shared/data/mil)
 ifneq ($(wildcard $(SHARED_DATA)/Musk1.csv),)
 export MINITORCH_PROTO_DATA ?= $(SHARED_DATA)

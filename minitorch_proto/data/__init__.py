@@ -10,6 +10,7 @@ module             what it holds
 ``download``       the one downloader and the one cache rule (:func:`default_cache_dir`)
 ``readers``        the CSV collection, PRTools ``.mat`` files, the user's CSV/DataFrame
 ``benchmarks``     Musk1, Musk2, Fox, Tiger, Elephant: :func:`load_benchmark`, split files
+``pathology``      UCSB breast cancer, a real histopathology set: :func:`load_pathology`
 ``synthetic``      the toy problem of the paper's Figure 1 and the MIL unit-test generators
 ``disk``           bags stored one file per bag (.npy/.pt/.h5), read lazily
 ``mnist_bags``     MNIST images and MNIST-bags
@@ -27,6 +28,7 @@ from .download import (
     download_file,
     sha256_of,
 )
+from .pathology import PATHOLOGY, load_pathology
 from .readers import from_dataframe, load_bags_csv, read_mil_csv, read_mil_mat
 from .synthetic import (
     MIL_UNIT_TESTS,
@@ -41,6 +43,7 @@ __all__ = [
     "BENCHMARKS",
     "CACHE_ENV_VAR",
     "DATA_ENV_VAR",
+    "PATHOLOGY",
     "BagDataset",
     "DiskBagDataset",
     "BenchmarkInfo",
@@ -51,6 +54,7 @@ __all__ = [
     "from_dataframe",
     "load_bags_csv",
     "load_benchmark",
+    "load_pathology",
     "read_mil_csv",
     "read_mil_mat",
     "read_split_files",

@@ -173,8 +173,11 @@ BENCHMARKS: dict[str, BenchmarkInfo] = {
 def _benchmark_info(name: str) -> BenchmarkInfo:
     key = str(name).strip().lower()
     if key not in BENCHMARKS:
+        from .pathology import PATHOLOGY
+
+        hint = f" {name!r} is a pathology data set: use load_pathology." if key in PATHOLOGY else ""
         raise ValueError(
-            f"Unknown benchmark {name!r}; valid names are: {', '.join(sorted(BENCHMARKS))}."
+            f"Unknown benchmark {name!r}; valid names are: {', '.join(sorted(BENCHMARKS))}.{hint}"
         )
     return BENCHMARKS[key]
 
@@ -282,53 +285,74 @@ def load_benchmark(
         If downloading failed from every URL.
     """
     info = _benchmark_info(name)
+    path, fmt, cached = _locate(
+        info, data_dir, download, cache_dir, download_timeout,
+        find_named=lambda folder: _find_benchmark(folder, info),
+        looked_too=lambda folder: f"also looked for {Path('miproblems') / info.mat_file} there",
+        sources=_sources_text(info),
+        call=f"load_benchmark({info.name!r}, download=True)",
+    )
+    if verify:
+        _verify(path, info.sha256 if fmt == "csv" else info.mat_sha256, info, cached)
+    ds = read_mil_csv(path, name=info.name) if fmt == "csv" else read_mil_mat(path, name=info.name)
+    _check_counts(ds, info, path)
+    return ds
+
+
+def _locate(info: BenchmarkInfo, data_dir, download: bool, cache_dir, download_timeout, *,
+            find_named, looked_too, sources: str, call: str) -> tuple[Path, str, bool]:
+    """The rule every registered file follows: ``(path, "csv" or "mat", whether it is the cache's copy)``.
+
+    ``data_dir``, else ``$MINITORCH_PROTO_DATA``, is only read (``find_named(folder)``);
+    a named folder that lacks the file is an error, never a download. Otherwise the
+    cache folder is read and, with ``download``, filled from ``info.urls``.
+    """
     if download_timeout is not None:
         download_deadline(download_timeout)  # a bad value is an error even when no download is needed
     env_dir = os.environ.get(DATA_ENV_VAR)
     if data_dir is not None or env_dir:
         folder = Path(data_dir if data_dir is not None else env_dir).expanduser()
         origin = "data_dir" if data_dir is not None else f"${DATA_ENV_VAR}"
-        found = _find_benchmark(folder, info)
+        found = find_named(folder)
         if found is None:
             state = "" if folder.is_dir() else " (the folder does not exist)"
             raise FileNotFoundError(
                 f"{info.file_name} not found in {folder}{state}, given by {origin}; "
-                f"also looked for {Path('miproblems') / info.mat_file} there. "
-                f"{_sources_text(info)}"
+                f"{looked_too(folder)}. {sources}"
             )
-        cached = False
-    else:
-        folder = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-        found = _find_benchmark(folder, info)
-        cached = True
-        if found is None:
-            target = folder / info.file_name
-            if not download:
-                raise FileNotFoundError(
-                    f"{info.file_name} is not in the cache {folder} and download=False. "
-                    f"Call load_benchmark({info.name!r}, download=True), or save the file "
-                    f"as {target}, or put it in a folder and set {DATA_ENV_VAR} to that "
-                    f"folder (or pass data_dir=...). {_sources_text(info)}"
-                )
-            download_file(info.urls, target, info.sha256, deadline=download_timeout)
-            found = (target, "csv")
-    path, fmt = found
-    if verify:
-        expected = info.sha256 if fmt == "csv" else info.mat_sha256
-        got = sha256_of(path)
-        if got != expected:
-            fix = (
-                "Delete it to download it again."
-                if cached
-                else "If this is your own re-saved copy, pass verify=False."
-            )
-            raise ChecksumError(
-                f"{path} has sha256 {got}, expected {expected} for {info.name}. "
-                f"The file is corrupt, truncated or a different version. {fix}"
-            )
-    ds = read_mil_csv(path, name=info.name) if fmt == "csv" else read_mil_mat(path, name=info.name)
-    _check_counts(ds, info, path)
-    return ds
+        return (*found, False)
+    folder = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    csv = _find_file(folder, info.file_name)
+    if csv is not None:
+        return csv, "csv", True
+    mat = _find_file(folder / "miproblems", info.mat_file) if info.mat_file else None
+    if mat is not None:
+        return mat, "mat", True
+    target = folder / info.file_name
+    if not download:
+        raise FileNotFoundError(
+            f"{info.file_name} is not in the cache {folder} and download=False. "
+            f"Call {call}, or save the file "
+            f"as {target}, or put it in a folder and set {DATA_ENV_VAR} to that "
+            f"folder (or pass data_dir=...). {sources}"
+        )
+    download_file(info.urls, target, info.sha256, deadline=download_timeout)
+    return target, "csv", True
+
+
+def _verify(path: Path, expected: str, info: BenchmarkInfo, cached: bool) -> None:
+    """A one-line :class:`ChecksumError` when ``path``'s sha256 is not ``expected``."""
+    got = sha256_of(path)
+    if got != expected:
+        fix = (
+            "Delete it to download it again."
+            if cached
+            else "If this is your own re-saved copy, pass verify=False."
+        )
+        raise ChecksumError(
+            f"{path} has sha256 {got}, expected {expected} for {info.name}. "
+            f"The file is corrupt, truncated or a different version. {fix}"
+        )
 
 
 _SPLIT_RE = re.compile(r"^(?P<stem>.+?)(?:\.csv)?_rep(?P<rep>\d+)_fold(?P<fold>\d+)\.txt$", re.IGNORECASE)

@@ -1,0 +1,140 @@
+"""Registered methods on a real histopathology set (UCSB breast cancer), the same folds for all.
+
+What ``compare_methods`` (``minitorch-proto compare``) does, spelled out so that the fitted
+estimators come back: each method of the registry is built with
+``minitorch_proto.methods.make(key, seed)`` at its defaults (no benchmark's Table 1: this
+is not one of the five), cross-validated with ``evaluation.cv.cross_validate`` on one
+shared list of stratified folds, and scored on each test fold. Accuracy and AUC are the
+package's own (``scores_from_proba``, the numbers ``compare`` reports); balanced accuracy
+(the mean of the two per-class recalls of the arg-max prediction) is computed here from
+the same probabilities, because 26 malignant against 32 benign bags make plain accuracy
+lean towards the majority class.
+
+The data are found by ``load_pathology``: ``--data-dir``, else ``$MINITORCH_PROTO_DATA``
+(its folder, a ``pathology`` sub-folder or a ``pathology`` folder beside it), else the
+per-user cache, downloaded and checked by sha256.
+
+Usage (about 4 minutes on two cores)::
+
+    MINITORCH_PROTO_DATA=../shared/data/mil .venv/bin/python benchmarks/pathology_compare.py \\
+        --repeats 1 --folds 5 --out benchmarks/out/pathology
+
+Prints a markdown table (best AUC first) and, last, one JSON line; with ``--out`` also
+writes the per-fold rows (``folds.csv``) and the table (``table.md``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.metrics import balanced_accuracy_score
+from threadpoolctl import threadpool_limits
+
+from minitorch_proto.about import code_version
+from minitorch_proto.data import load_pathology
+from minitorch_proto.evaluation.cv import cross_validate, stratified_folds
+from minitorch_proto.meta_estimators import proba_in
+from minitorch_proto.methods import display_name, make, resolve
+from minitorch_proto.validation import check_labels
+
+DEFAULT_METHODS = "prototype,prototype-recommended,miles,attention,mi_net_max"
+
+
+def run_method(key: str, data, folds, seed: int) -> pd.DataFrame:
+    """One method's per-fold rows: the package's columns plus ``balanced_accuracy``."""
+    method = resolve(key)[0]
+    est = make(method.key, seed)
+    results, fitted = cross_validate(est, data.bags, data.y, folds, dataset=data.name, method=method.label,
+                                     return_estimators=True)
+    y_enc, classes = check_labels(np.asarray(data.y), len(data.bags))
+    balanced = []
+    for fold, model, accuracy in zip(folds, fitted, results["accuracy"]):
+        proba = proba_in(model, [data.bags[i] for i in fold.test], classes)
+        pred = proba.argmax(axis=1)
+        truth = y_enc[fold.test]
+        # Same predictions as the package's accuracy, or the balanced accuracy would describe another model.
+        assert np.isclose(np.mean(pred == truth), accuracy), (key, fold.repeat, fold.fold)
+        balanced.append(balanced_accuracy_score(truth, pred))
+    return results.assign(balanced_accuracy=balanced, key=method.key)
+
+
+def _cell(values: pd.Series, repeats: pd.Series) -> str:
+    """Mean ± SD over folds, and ± SE over repeat means when there are several repeats."""
+    text = f"{values.mean():.3f} ± {values.std(ddof=1):.3f}"
+    if repeats.nunique() > 1:
+        means = values.groupby(repeats).mean()
+        text += f" (SE {means.std(ddof=1) / np.sqrt(len(means)):.3f})"
+    return text
+
+
+def summary_table(rows: pd.DataFrame) -> pd.DataFrame:
+    out = []
+    for key, g in rows.groupby("key", sort=False):
+        out.append({
+            "method (registry key)": f"{display_name(key)} (`{key}`)",
+            "AUC": _cell(g["auc"], g["repeat"]),
+            "balanced accuracy": _cell(g["balanced_accuracy"], g["repeat"]),
+            "accuracy": _cell(g["accuracy"], g["repeat"]),
+            "fit s / fold": f"{g['fit_seconds'].mean():.1f}",
+            "_auc": g["auc"].mean(),
+        })
+    table = pd.DataFrame(out).sort_values("_auc", ascending=False, kind="stable").drop(columns="_auc")
+    return table.reset_index(drop=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--methods", default=DEFAULT_METHODS, help=f"registry keys (default: {DEFAULT_METHODS})")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0, help="folds and models (stratified_folds' random_state)")
+    parser.add_argument("--threads", type=int, default=2, help="torch and BLAS threads")
+    parser.add_argument("--data-dir", default=None, help="folder holding ucsb_breast_cancer.csv (see load_pathology)")
+    parser.add_argument("--out", type=Path, default=None, help="folder for folds.csv and table.md")
+    args = parser.parse_args(argv)
+
+    keys = [m.key for m in resolve(args.methods)]
+    data = load_pathology(data_dir=args.data_dir)
+    folds = stratified_folds(data.y, n_repeats=args.repeats, n_folds=args.folds, random_state=args.seed)
+    torch.set_num_threads(args.threads)
+    frames, seconds = [], {}
+    with threadpool_limits(args.threads):
+        for key in keys:
+            t0 = time.perf_counter()
+            frames.append(run_method(key, data, folds, args.seed))
+            seconds[key] = time.perf_counter() - t0
+            r = frames[-1]
+            print(f"{key}: AUC {r.auc.mean():.3f}, balanced accuracy {r.balanced_accuracy.mean():.3f} "
+                  f"({seconds[key]:.0f} s)", file=sys.stderr, flush=True)
+    rows = pd.concat(frames, ignore_index=True)
+    table = summary_table(rows)
+    s = data.summary()
+    header = (f"{data.name}: {s['bags']} bags ({s['positive']} malignant / {s['negative']} benign), "
+              f"{s['instances']} instances, {s['features']} features; {args.repeats} x stratified "
+              f"{args.folds}-fold CV (seed {args.seed}), same folds for every method; mean ± SD over folds; "
+              f"code {code_version()}, torch threads {args.threads}.")
+    text = header + "\n\n" + table.to_markdown(index=False) + "\n"
+    print(text)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        rows.to_csv(args.out / "folds.csv", index=False)
+        (args.out / "table.md").write_text(text)
+    print(json.dumps({
+        "dataset": data.name, "repeats": args.repeats, "folds": args.folds, "seed": args.seed,
+        "code": code_version(), "seconds": {k: round(v, 1) for k, v in seconds.items()},
+        "methods": {k: {"auc": round(float(g.auc.mean()), 4),
+                        "balanced_accuracy": round(float(g.balanced_accuracy.mean()), 4),
+                        "accuracy": round(float(g.accuracy.mean()), 4)}
+                    for k, g in rows.groupby("key", sort=False)},
+    }))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,257 @@
+"""Tests for minitorch_proto.data.pathology: the UCSB breast cancer set, loaded like the benchmarks.
+
+Downloads use ``file://`` URLs of small files made here, so no network is needed. The
+real file is read from ``../shared/data/pathology`` beside the repository (the
+sibling of ``$MINITORCH_PROTO_DATA``'s benchmark folder); those tests are skipped when
+it is absent.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hashlib
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from minitorch_proto.data import (
+    CACHE_ENV_VAR,
+    DATA_ENV_VAR,
+    PATHOLOGY,
+    ChecksumError,
+    DownloadError,
+    load_benchmark,
+    load_pathology,
+)
+
+_ENV_DATA = os.environ.get(DATA_ENV_VAR)  # read before the autouse fixture clears it
+SHARED_MIL = Path(_ENV_DATA) if _ENV_DATA else Path(__file__).resolve().parents[2] / "shared/data/mil"
+SHARED = SHARED_MIL.parent / "pathology"
+REAL = SHARED / "ucsb_breast_cancer.csv"
+needs_real = pytest.mark.skipif(not REAL.is_file(), reason=f"pathology data not found in {SHARED}")
+
+FILE = "ucsb_breast_cancer.csv"
+# Two bags, out of order: bag 2 positive (2 patches), bag 1 negative (1 patch).
+TOY_CSV = "1,2,0.5,1.0,0\n0,1,1.5,-2.0,0\n1,2,2.5,3.0,0\n"
+TOY_COUNTS = dict(n_bags=2, n_positive=1, n_negative=1, n_instances=3, n_features=3,
+                  min_bag_size=1, max_bag_size=2)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch, tmp_path):
+    # No test may read the user's data folder or write to the real ~/.cache.
+    monkeypatch.delenv(DATA_ENV_VAR, raising=False)
+    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path / "default-cache"))
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _toy_entry(monkeypatch, urls) -> None:
+    """Point PATHOLOGY['ucsb_breast_cancer'] at the tiny CSV, served from ``urls``."""
+    info = dataclasses.replace(
+        PATHOLOGY["ucsb_breast_cancer"], sha256=hashlib.sha256(TOY_CSV.encode()).hexdigest(),
+        urls=tuple(urls), **TOY_COUNTS,
+    )
+    monkeypatch.setitem(PATHOLOGY, "ucsb_breast_cancer", info)
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+# --------------------------------------------------------------------------- #
+# The registry entry
+# --------------------------------------------------------------------------- #
+def test_entry_matches_the_data_readme_typed_in_here():
+    # The README's table (shared/data/pathology/README.md), typed in independently.
+    info = PATHOLOGY["ucsb_breast_cancer"]
+    assert info.file_name == FILE
+    assert info.sha256 == "9e48d4d5d44ae2728c940e8d79b3e59ffcec3e515017f70d3feb0063148dbd96"
+    assert (info.n_bags, info.n_positive, info.n_negative, info.n_instances, info.n_features,
+            info.min_bag_size, info.max_bag_size) == (58, 26, 32, 2002, 708, 21, 40)
+    # The download address pins a commit first (immutable), then the branch.
+    assert re.search(r"/[0-9a-f]{40}/", info.urls[0]) and info.urls[0].endswith(FILE)
+    assert all(u.startswith("https://") for u in info.urls)
+
+
+@pytest.mark.skipif(not (SHARED / "README.md").is_file(), reason="pathology README not present")
+def test_entry_sha256_is_the_readme_one():
+    assert PATHOLOGY["ucsb_breast_cancer"].sha256 in (SHARED / "README.md").read_text()
+
+
+def test_unknown_name_lists_valid_names():
+    with pytest.raises(ValueError, match="ucsb_breast_cancer"):
+        load_pathology("ucsb_colon", download=False)
+
+
+def test_load_benchmark_points_to_load_pathology():
+    with pytest.raises(ValueError, match="load_pathology"):
+        load_benchmark("ucsb_breast_cancer", download=False)
+
+
+# --------------------------------------------------------------------------- #
+# Checksums and where the file is found
+# --------------------------------------------------------------------------- #
+def test_checksum_mismatch_is_refused_in_one_line(tmp_path):
+    folder = _write(tmp_path / "data" / FILE, TOY_CSV).parent
+    with pytest.raises(ChecksumError) as err:
+        load_pathology(data_dir=folder)
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert PATHOLOGY["ucsb_breast_cancer"].sha256 in msg
+    assert hashlib.sha256(TOY_CSV.encode()).hexdigest() in msg
+    assert "verify=False" in msg
+    # Without the checksum the counts still give the fake away.
+    with pytest.raises(ValueError, match=r"bags: 2 \(expected 58\)"):
+        load_pathology(data_dir=folder, verify=False)
+
+
+@pytest.mark.parametrize("where", ["folder", "sub-folder", "sibling"])
+def test_named_folder_is_searched_in_three_places(monkeypatch, tmp_path, where):
+    _toy_entry(monkeypatch, urls=[])
+    data = tmp_path / "data" / "mil"
+    place = {"folder": data, "sub-folder": data / "pathology", "sibling": data.parent / "pathology"}[where]
+    _write(place / FILE, TOY_CSV)
+    data.mkdir(parents=True, exist_ok=True)
+    ds = load_pathology(data_dir=data)
+    assert ds.source == str(place / FILE)
+    monkeypatch.setenv(DATA_ENV_VAR, str(data))
+    assert load_pathology().source == str(place / FILE)
+
+
+def test_named_folder_without_file_is_an_error_not_a_download(monkeypatch, tmp_path):
+    src = _write(tmp_path / "server" / FILE, TOY_CSV)
+    _toy_entry(monkeypatch, urls=[src.as_uri()])
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(DATA_ENV_VAR, str(tmp_path / "mil"))
+    with pytest.raises(FileNotFoundError) as err:
+        load_pathology(cache_dir=cache)
+    msg = str(err.value)
+    assert f"${DATA_ENV_VAR}" in msg and "does not exist" in msg
+    assert str(tmp_path / "mil" / "pathology") in msg and str(tmp_path / "pathology") in msg
+    assert src.as_uri() in msg
+    assert _leftovers(cache) == []
+
+
+def test_offline_without_data_names_the_file_and_the_variable(tmp_path):
+    with pytest.raises(FileNotFoundError) as err:
+        load_pathology(download=False, cache_dir=tmp_path / "empty-cache")
+    msg = str(err.value)
+    assert FILE in msg and DATA_ENV_VAR in msg and "load_pathology" in msg
+    assert str(tmp_path / "empty-cache") in msg
+
+
+# --------------------------------------------------------------------------- #
+# Downloads (file:// URLs of a small file made here)
+# --------------------------------------------------------------------------- #
+def test_download_into_cache_then_reuse(monkeypatch, tmp_path):
+    dead = (tmp_path / "dead-mirror" / FILE).as_uri()
+    src = _write(tmp_path / "server" / FILE, TOY_CSV)
+    _toy_entry(monkeypatch, urls=[dead, src.as_uri()])
+    cache = tmp_path / "cache"
+    first = load_pathology(cache_dir=cache)
+    assert _leftovers(cache) == [FILE]
+    assert first.name == "ucsb_breast_cancer"
+    np.testing.assert_array_equal(first.bag_ids, [1, 2])
+    np.testing.assert_array_equal(first.y, [0, 1])
+    src.unlink()  # a second download would now fail
+    second = load_pathology(cache_dir=cache, download=False)
+    assert second.source == str(cache / FILE)
+    np.testing.assert_array_equal(second.y, first.y)
+
+
+def test_download_with_wrong_checksum_leaves_nothing(monkeypatch, tmp_path):
+    src = _write(tmp_path / "server" / FILE, TOY_CSV.replace("3.0", "3.5"))
+    _toy_entry(monkeypatch, urls=[src.as_uri()])
+    cache = tmp_path / "cache"
+    with pytest.raises(DownloadError, match="sha256 mismatch"):
+        load_pathology(cache_dir=cache)
+    assert _leftovers(cache) == []
+
+
+def test_corrupt_cache_says_delete(monkeypatch, tmp_path):
+    _toy_entry(monkeypatch, urls=[])
+    cache = tmp_path / "cache"
+    _write(cache / FILE, TOY_CSV.replace("0.5", "0.6"))
+    with pytest.raises(ChecksumError, match="Delete it"):
+        load_pathology(cache_dir=cache)
+
+
+# --------------------------------------------------------------------------- #
+# The real file
+# --------------------------------------------------------------------------- #
+@pytest.fixture(scope="module")
+def real():
+    if not REAL.is_file():
+        pytest.skip(f"pathology data not found in {SHARED}")
+    # Found from the benchmark folder the Makefile names, through the sibling rule.
+    return load_pathology(data_dir=SHARED_MIL)
+
+
+@needs_real
+def test_real_shape(real):
+    s = real.summary()
+    assert real.source == str(REAL)
+    assert (s["bags"], s["positive"], s["negative"], s["instances"], s["features"]) == (58, 26, 32, 2002, 708)
+    assert (s["min_bag_size"], s["max_bag_size"]) == (21, 40)
+    assert all(b.shape[1] == 708 for b in real.bags)
+
+
+@needs_real
+def test_real_ids_and_labels_as_given(real):
+    # Read the first two columns with the csv module, independently of the loader.
+    with open(REAL, newline="") as fh:
+        rows = [(int(r[0]), int(r[1])) for r in csv.reader(fh)]
+    given = dict((bag, label) for label, bag in rows)
+    sizes = np.bincount([bag for _, bag in rows])[1:]
+    # The file's ids are integers 1..58 (no string ids), kept as int64 like the benchmarks'.
+    assert real.bag_ids.dtype == np.int64
+    np.testing.assert_array_equal(real.bag_ids, np.arange(1, 59))
+    np.testing.assert_array_equal(real.y, [given[int(b)] for b in real.bag_ids])
+    np.testing.assert_array_equal(real.bag_sizes, sizes)
+    # 1 = malignant: bags 1-26; 0 = benign: bags 27-58.
+    np.testing.assert_array_equal(real.y, [1] * 26 + [0] * 32)
+    assert real.y.dtype == np.int64
+
+
+# --------------------------------------------------------------------------- #
+# benchmarks/pathology_compare.py on small bags made here
+# --------------------------------------------------------------------------- #
+def test_compare_script_adds_balanced_accuracy_on_shared_folds(monkeypatch, tmp_path, capsys):
+    import importlib.util
+    import json
+
+    import pandas as pd
+
+    from minitorch_proto.data import BagDataset
+
+    from .conftest import make_concept_bags
+
+    spec = importlib.util.spec_from_file_location(
+        "pathology_compare", Path(__file__).resolve().parents[1] / "benchmarks" / "pathology_compare.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    # Unbalanced classes (14 positive, 26 negative), so balanced accuracy differs from accuracy somewhere.
+    bags, y = make_concept_bags(n_bags=40, seed=3, shift=1.5)
+    y[np.flatnonzero(y == 1)[:6]] = 0
+    toy = BagDataset("toy", bags, y, np.arange(1, 41))
+    monkeypatch.setattr(script, "load_pathology", lambda data_dir=None: toy)
+    assert script.main(["--methods", "miles,bag_stats", "--folds", "3", "--threads", "1",
+                        "--out", str(tmp_path / "out")]) == 0
+    rows = pd.read_csv(tmp_path / "out" / "folds.csv")
+    assert len(rows) == 6 and set(rows["key"]) == {"miles", "bag_stats"}
+    # Same folds for both methods.
+    by = {k: g.sort_values("fold")[["fold", "n_test", "seed"]].to_numpy() for k, g in rows.groupby("key")}
+    np.testing.assert_array_equal(by["miles"], by["bag_stats"])
+    assert rows["balanced_accuracy"].between(0, 1).all()
+    table = (tmp_path / "out" / "table.md").read_text()
+    assert "balanced accuracy" in table and "`miles`" in table
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(last["methods"]) == {"miles", "bag_stats"}
