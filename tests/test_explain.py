@@ -316,3 +316,245 @@ def test_run_mnist_experiment_tiny():
     rows = val["restarts"]
     assert "validation_auc" in rows and rows["validation_auc"].notna().all()
     assert val["clf"].random_state == int(rows.loc[rows["validation_auc"].idxmax(), "random_state"])
+
+
+# ------------------------------------------------------------------ instance evidence
+from minitorch_proto.evaluation.evidence import (  # noqa: E402
+    evidence_auc,
+    evidence_reference,
+    instance_evidence,
+    instance_scores,
+    removal_evidence,
+)
+
+POOLING_CONFIGS = {
+    f"{'_'.join(p)}_{'ln' if ln else 'noln'}": dict(pooling=p, layer_norm=ln)
+    for p in (("min",), ("mean",), ("max",), ("min", "mean", "max"))
+    for ln in (True, False)
+}
+
+
+@pytest.fixture(scope="module")
+def fitted_poolings(data):
+    bags, y = data
+    return {name: _fit(bags, y, epochs=2, **kw) for name, kw in POOLING_CONFIGS.items()}
+
+
+@pytest.mark.parametrize("split", ["attaining", "shapley"])
+@pytest.mark.parametrize("name", list(POOLING_CONFIGS))
+def test_evidence_plus_reference_logit_equals_decision_value(fitted_poolings, data, name, split):
+    clf = fitted_poolings[name]
+    bags, _ = data
+    train, other = bags[:20], bags[20:]
+    zbar = evidence_reference(clf, train)
+    decision = clf.decision_function(bags)
+    ref_logit = None
+    for i, bag in enumerate(bags + [bags[0][:1]]):  # and a one-instance bag
+        ev = instance_evidence(clf, bag, zbar, split=split)
+        if i == len(bags):
+            assert ev["evidence"].sum() + ev.attrs["reference_logit"] == pytest.approx(ev.attrs["decision_value"],
+                                                                                        abs=1e-12)
+            break
+        assert len(ev) == len(bag)
+        # the identity, in float64: exact up to rounding
+        assert ev["evidence"].sum() + ev.attrs["reference_logit"] == pytest.approx(ev.attrs["decision_value"],
+                                                                                    abs=1e-12)
+        assert ev.attrs["decision_value"] == pytest.approx(decision[i], abs=1e-5)  # float32 model
+        parts = ev[[f"evidence_{p}" for p in clf.model_.config.pooling]].sum(axis=1)
+        np.testing.assert_allclose(parts, ev["evidence"], atol=1e-12)
+        ref_logit = ev.attrs["reference_logit"]
+    # the reference logit is the mean logit of the reference bags (with layer norm too)
+    assert ref_logit == pytest.approx(decision[:20].mean(), abs=1e-5)
+    # passing the reference bags gives the same as passing their vector
+    ev_bags = instance_evidence(clf, other[0], train, split=split)
+    np.testing.assert_allclose(ev_bags["evidence"], instance_evidence(clf, other[0], zbar, split=split)["evidence"],
+                               atol=1e-12)
+
+
+def _brute_force_shapley(value, K):
+    from itertools import combinations
+    from math import factorial
+
+    out = np.zeros(K)
+    for i in range(K):
+        others = [x for x in range(K) if x != i]
+        for r in range(K):
+            for S in combinations(others, r):
+                weight = factorial(r) * factorial(K - r - 1) / factorial(K)
+                out[i] += weight * (value(S + (i,)) - value(S))
+    return out
+
+
+@pytest.mark.parametrize("name", ["min_noln", "min_mean_max_ln", "max_ln"])
+def test_shapley_split_matches_brute_force(fitted_poolings, data, name):
+    # The game of instance_evidence(split="shapley"): the evidence of sub-bag S is
+    # sum_j w_j (pool_j over S of u_ij - zbar_j), u the distances on the full bag's layer-norm
+    # scale, the empty sub-bag worth 0 for min/max features; mean features split linearly.
+    clf = fitted_poolings[name]
+    bags, _ = data
+    config = clf.model_.config
+    zbar = evidence_reference(clf, bags)
+    w = clf.model_.weight.detach().double().numpy()[0]
+    D = config.n_prototypes
+    bag = next(b for b in bags if len(b) == 5)
+    bag = np.concatenate([bag, bag[:1]])  # a duplicated instance: ties
+    dist = instance_distances(clf, [bag])[0]
+    terms = decision_terms(clf, bag)
+    if config.layer_norm:
+        u = (dist - terms.attrs["mu"]) / terms.attrs["sigma"]
+    else:
+        u = dist
+    K = len(bag)
+    expected = np.zeros(K)
+    for p, how in enumerate(config.pooling):
+        for j in range(D):
+            f, ref = p * D + j, zbar[p * D + j]
+            if how == "mean":
+                expected += w[f] * (u[:, j] - ref) / K
+                continue
+            pool = min if how == "min" else max
+            expected += w[f] * _brute_force_shapley(lambda S: 0.0 if not S else pool(u[i, j] for i in S) - ref, K)
+    got = instance_evidence(clf, bag, zbar, split="shapley")["evidence"].to_numpy()
+    np.testing.assert_allclose(got, expected, atol=1e-10)
+    assert got[0] == pytest.approx(got[-1], abs=1e-12)  # the two copies are credited alike
+
+
+def test_evidence_differs_from_share_by_the_reference_terms(fitted, data):
+    # min pooling, no layer norm: evidence = share - w_j * zbar_j on the argmin instance of each j
+    clf = fitted["min_noln"]
+    bags, _ = data
+    zbar = evidence_reference(clf, bags)
+    w = clf.model_.weight.detach().double().numpy()[0]
+    for bag in bags[:5]:
+        terms = decision_terms(clf, bag)
+        expected = explain_bag(clf, bag)["share"].to_numpy().copy()
+        for j, inst in enumerate(terms["instance"]):
+            expected[inst] -= w[j] * zbar[j]
+        np.testing.assert_allclose(instance_evidence(clf, bag, zbar)["evidence"], expected, atol=1e-12)
+
+
+def test_evidence_needs_a_reference(fitted, data):
+    clf = fitted["min_ln"]
+    bags, _ = data
+    with pytest.raises(ValueError, match="reference"):
+        instance_evidence(clf, bags[0], None)
+    with pytest.raises(ValueError, match="pooled features"):
+        instance_evidence(clf, bags[0], np.zeros(7))
+
+
+def _hand_made(pooling=("min",), layer_norm=False, weight=(-1.0,), bias=1.0, prototypes=((0.0, 0.0),)):
+    """A two-feature model whose parameters are set by hand (no standardisation: raw units)."""
+    rng = np.random.default_rng(0)
+    bags = [rng.normal(size=(3, 2)) for _ in range(4)]
+    clf = PrototypeMILClassifier(n_prototypes=len(prototypes), pooling=pooling, layer_norm=layer_norm, epochs=1,
+                                 standardization="none", device="cpu", random_state=0).fit(bags, [0, 1, 0, 1])
+    with torch.no_grad():
+        clf.model_.prototypes.copy_(torch.tensor(prototypes, dtype=torch.float32))
+        clf.model_.weight.copy_(torch.tensor([weight], dtype=torch.float32))
+        clf.model_.bias.fill_(bias)
+    return clf
+
+
+def _sig(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def test_removal_evidence_on_a_hand_made_model():
+    # logit = 1 - min_i |x_i|: only the nearest instance matters, and removing it exposes the next one
+    clf = _hand_made()
+    bag = np.array([[0.5, 0.0], [0.0, 2.0], [3.0, 0.0]])
+    got = removal_evidence(clf, bag)
+    np.testing.assert_allclose(got, [_sig(0.5) - _sig(-1.0), 0.0, 0.0], atol=1e-7)
+    # a tie: removing either of two equally near instances changes nothing
+    tie = np.array([[0.5, 0.0], [0.0, 0.5], [3.0, 0.0]])
+    np.testing.assert_allclose(removal_evidence(clf, tie), 0.0, atol=1e-7)
+    # one instance: the empty bag cannot be scored
+    single = np.array([[0.5, 0.0]])
+    assert np.isnan(removal_evidence(clf, single)).all()
+    np.testing.assert_allclose(removal_evidence(clf, single, empty_probability=0.25), [_sig(0.5) - 0.25])
+
+
+def test_removal_evidence_mean_pooling_by_hand():
+    # logit = 1 - mean_i |x_i|; removing x_i leaves the mean of the others
+    clf = _hand_made(pooling=("mean",))
+    bag = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 0.0]])
+    full = _sig(1.0 - 2.0)
+    expected = [full - _sig(1.0 - 2.5), full - _sig(1.0 - 2.0), full - _sig(1.0 - 1.5)]
+    np.testing.assert_allclose(removal_evidence(clf, bag), expected, atol=1e-7)
+
+
+@pytest.mark.parametrize("name", list(POOLING_CONFIGS))
+def test_removal_evidence_equals_rescoring_without_the_instance(fitted_poolings, data, name):
+    clf = fitted_poolings[name]
+    bags, _ = data
+    for bag in bags[:6]:
+        if len(bag) < 2:
+            continue
+        p = clf.predict_proba([bag])[0, 1]
+        rest = clf.predict_proba([np.delete(bag, i, axis=0) for i in range(len(bag))])[:, 1]
+        np.testing.assert_allclose(removal_evidence(clf, bag), p - rest, atol=1e-5)
+
+
+def test_singleton_scores_match_the_decision_function(fitted_poolings, data):
+    bags, _ = data
+    for name, clf in fitted_poolings.items():
+        singles = clf.decision_function([row[None, :] for row in bags[0]])
+        np.testing.assert_allclose(instance_scores(clf, bags[0], "singleton"), singles, atol=1e-5, err_msg=name)
+
+
+def _key_instance_bags(n_bags=200, seed=0):
+    """Positive bags with one key instance at the prototype (the origin), the rest far from it."""
+    rng = np.random.default_rng(seed)
+    bags, labels = [], []
+    for _ in range(n_bags):
+        k = int(rng.integers(2, 8))
+        bag = rng.uniform(2.0, 4.0, size=(k, 2)) * rng.choice([-1.0, 1.0], size=(k, 2))
+        key = int(rng.integers(k))
+        bag[key] = rng.normal(scale=0.2, size=2)
+        lab = np.zeros(k, dtype=int)
+        lab[key] = 1
+        bags.append(bag)
+        labels.append(lab)
+    return bags, labels
+
+
+@pytest.mark.parametrize("method", ["share", "reference", "shapley", "removal", "singleton"])
+def test_evidence_auc_is_one_when_the_key_instance_is_nearest(method):
+    clf = _hand_made(weight=(-2.0,), bias=3.0)
+    bags, labels = _key_instance_bags()
+    rng = np.random.default_rng(1)
+    negatives = [rng.uniform(2.0, 4.0, size=(5, 2)) for _ in range(len(bags))]
+    # negative bags are ignored by the AUC; the reference is all (balanced) bags, whose mean min
+    # distance (about 1.5) lies above every key instance's distance, so every key instance gets
+    # positive evidence and every other instance none
+    all_bags, all_labels = bags + negatives, labels + [np.zeros(5, dtype=int)] * len(bags)
+    kw = dict(reference=all_bags) if method in ("reference", "shapley") else {}
+    if method == "share":
+        # distance-0 shares: the key instance's share (-2 * small) is negative, the others get 0
+        assert evidence_auc(clf, all_bags, all_labels, method) < 0.05
+        return
+    if method != "shapley":  # shapley values of different bags share no common zero
+        assert evidence_auc(clf, all_bags, all_labels, method, **kw) == 1.0
+    assert evidence_auc(clf, all_bags, all_labels, method, average="bag", **kw) == 1.0
+
+
+def test_evidence_auc_near_half_for_shuffled_labels():
+    clf = _hand_made(weight=(-2.0,), bias=3.0)
+    bags, labels = _key_instance_bags(n_bags=400, seed=2)
+    rng = np.random.default_rng(3)
+    shuffled = [rng.permutation(lab) for lab in labels]
+    for method in ("reference", "shapley", "removal"):
+        auc = evidence_auc(clf, bags, shuffled, method, reference=bags)
+        assert 0.4 < auc < 0.6, (method, auc)
+
+
+def test_evidence_auc_checks_its_arguments():
+    clf = _hand_made()
+    bags, labels = _key_instance_bags(n_bags=5)
+    with pytest.raises(ValueError, match="method"):
+        evidence_auc(clf, bags, labels, "gradient")
+    with pytest.raises(ValueError, match="reference"):
+        evidence_auc(clf, bags, labels, "reference")
+    with pytest.raises(ValueError, match="instance labels"):
+        evidence_auc(clf, bags, labels[:-1] + [np.zeros(1)], "removal")
+    assert np.isnan(evidence_auc(clf, bags, [np.zeros(len(b)) for b in bags], "removal"))

@@ -113,6 +113,20 @@ def test_bag_explanation_with_thumbnails(tabular, tmp_path):
     np.testing.assert_allclose(widths, top, rtol=1e-9)
 
 
+def test_bag_explanation_against_a_reference(tabular, tmp_path):
+    from minitorch_proto.evaluation import instance_evidence
+
+    clf, bags, _ = tabular
+    bag = max(bags, key=len)
+    fig = plots.plot_bag_explanation(clf, bag, top=3, reference=bags)
+    _save(fig, tmp_path, "bag_reference")
+    main = fig.axes[0]
+    assert "average training logit" in main.get_title()
+    widths = sorted(abs(p.get_width()) for p in main.patches)
+    ev = instance_evidence(clf, bag, bags, split="shapley")["evidence"].to_numpy()
+    np.testing.assert_allclose(widths, np.sort(np.abs(ev))[-3:], rtol=1e-9)
+
+
 def test_training_history_drops_zero_terms(tmp_path):
     history = [
         {"epoch": e, "cross_entropy": 1.0 / e, "weight_penalty": 0.0, "prototype_penalty": 0.1,

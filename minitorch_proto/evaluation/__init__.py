@@ -11,6 +11,7 @@ module              what it holds
 ``ladder``          from the paper's model to the tuned ensemble, one ingredient a rung
 ``report``          tables shaped like the paper's Table 2, average ranks, atomic writes
 ``explain``         prototype tables, nearest instances, projection, per-instance shares
+``evidence``        instance evidence against a reference, by removal, and its localisation AUC
 ``mil_unit_tests``  the algorithmic unit tests of Raff & Holt (2023) on any estimator
 ==================  ====================================================================
 
@@ -20,10 +21,11 @@ import stratified_folds, table2`` is the one import path a user (or a notebook) 
 from __future__ import annotations
 
 # Each module's __all__ is the one list of its public names; the package re-exports them.
-from . import ablations, baseline_cv, cv, explain, ladder, metrics, mil_unit_tests, report, tuning
+from . import ablations, baseline_cv, cv, evidence, explain, ladder, metrics, mil_unit_tests, report, tuning
 from .ablations import *  # noqa: F403
 from .baseline_cv import *  # noqa: F403
 from .cv import *  # noqa: F403
+from .evidence import *  # noqa: F403
 from .explain import *  # noqa: F403
 from .ladder import *  # noqa: F403
 from .metrics import *  # noqa: F403
@@ -40,5 +42,6 @@ __all__ = [
     *ladder.__all__,
     *report.__all__,
     *explain.__all__,
+    *evidence.__all__,
     *mil_unit_tests.__all__,
 ]

@@ -27,7 +27,10 @@ The bias ``b`` is reported separately.
 Reading the shares: distances are positive, so without layer norm a prototype with a negative
 coefficient gives its argmin instance a negative term however close that instance is (the
 closer, the less negative). Shares are measured from "distance 0", not from a typical bag;
-compare an instance's share with what a farther instance would have received. With layer norm
+compare an instance's share with what a farther instance would have received (on MNIST-bags the
+target digit gets a negative share). For evidence measured against the training bags (positive =
+towards the positive class), by removal, and its localisation AUC, see
+:mod:`minitorch_proto.evaluation.evidence`. With layer norm
 the reference is the bag's own mean pooled distance ``mu``. Because every term goes to exactly one place, the
 instance shares plus the bias add up to the decision value exactly (up to floating-point
 rounding). ``mu`` and ``sigma`` depend on all pooled features together; the rule does not try to

@@ -265,8 +265,15 @@ def plot_bag_explanation(
     ax: Axes | None = None,
     fig: Figure | None = None,
     cmap: str = "gray_r",
+    reference: np.ndarray | Sequence[np.ndarray] | None = None,
+    split: str = "shapley",
 ) -> Figure:
     """Instances of one bag ranked by their share of the logit (see :func:`explain.explain_bag`).
+
+    With ``reference`` (the training bags, or ``evidence_reference`` of them) the bars are the
+    instances' evidence against that reference instead
+    (:func:`minitorch_proto.evaluation.evidence.instance_evidence` with ``split``), which adds up
+    with the average training logit to the bag's logit; positive = towards the positive class.
 
     Parameters
     ----------
@@ -281,16 +288,26 @@ def plot_bag_explanation(
     ax : Axes, optional
     fig : Figure, optional
     cmap : str, default="gray_r"
+    reference : ndarray or sequence of ndarray, optional
+    split : {"shapley", "attaining"}, default="shapley"
+        Used with ``reference`` only.
 
     Returns
     -------
     Figure
         The bar axes plus one inset axes per thumbnail.
     """
+    from ..evaluation.evidence import instance_evidence
     from ..evaluation.explain import explain_bag
 
     bag = np.asarray(bag, dtype=float)
-    ex = explain_bag(clf, bag)
+    if reference is None:
+        ex = explain_bag(clf, bag)
+        base, base_name, xlabel = ex.attrs["bias"], "bias", "instance's share of the logit (see explain.explain_bag)"
+    else:
+        ex = instance_evidence(clf, bag, reference, split=split).rename(columns={"evidence": "share"})
+        base, base_name = ex.attrs["reference_logit"], "average training logit"
+        xlabel = f"instance's evidence against the reference (split={split!r})"
     order = np.argsort(-ex["share"].abs().to_numpy(), kind="stable")[: int(top)]
     n = len(order)
     fig, ax = _single_axes(ax, fig, (6.5, 0.8 + 0.45 * n))
@@ -305,12 +322,12 @@ def plot_bag_explanation(
     ]
     ax.set_yticks(ypos)
     ax.set_yticklabels(labels, fontsize=8)
-    ax.set_xlabel("instance's share of the logit (see explain.explain_bag)")
-    bias, value = ex.attrs["bias"], ex.attrs["decision_value"]
+    ax.set_xlabel(xlabel)
+    value = ex.attrs["decision_value"]
     rest = float(shares.sum())
     ax.set_title(
-        f"logit {value:+.3f} = bias {bias:+.3f} + shown {rest:+.3f}"
-        + (f" + other {value - bias - rest:+.3f}" if n < len(ex) else ""),
+        f"logit {value:+.3f} = {base_name} {base:+.3f} + shown {rest:+.3f}"
+        + (f" + other {value - base - rest:+.3f}" if n < len(ex) else ""),
         fontsize=9,
     )
     if image_shape is not None:
