@@ -210,3 +210,22 @@ def test_cross_validate_is_exported_and_registry_estimators_clone():
     assert "cross_validate" in minitorch_proto.__all__
     est = clone(methods.make("miles"))
     assert est.get_params()["standardization"] == "feature"
+
+
+@pytest.mark.parametrize("key", ["prototype-tuned", "prototype-best"])
+def test_reproduce_runs_the_tuned_rows_as_estimators_and_writes_their_choices(key, tmp_path):
+    # Every registered method runs through reproduce's one path (registry estimator + cross_validate),
+    # the caller's --epochs reaching the tuned rates' base model.
+    import pandas as pd
+
+    out = tmp_path / "r"
+    code = cli.main(["reproduce", "--datasets", "musk1", "--methods", key, "--repeats", "1", "--folds", "2",
+                     "--epochs", "2", "--out", str(out)])
+    assert code == 0
+    results = pd.read_csv(out / "results.csv")
+    assert len(results) == 2 and results.method.nunique() == 1
+    choices = pd.read_csv(out / ("tuning_choices.csv" if key == "prototype-tuned" else "best_choices.csv"))
+    assert len(choices) == 2
+    if key == "prototype-tuned":
+        rates = [3e-5 * k for k in methods.TUNING_MULTIPLIERS]  # Table 1's Musk1 rate times the multipliers
+        assert all(min(abs(v - r) for r in rates) < 1e-12 for v in choices.lr_classifier), choices

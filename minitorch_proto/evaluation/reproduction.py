@@ -51,7 +51,9 @@ def _prototype_params(mconf, tconf, standardization: str) -> dict:
     """Estimator parameters of a (model config, train config, standardisation) triple."""
     from ..estimator import PrototypeMILClassifier
 
-    return PrototypeMILClassifier.from_configs(mconf, tconf, standardization=standardization).get_params()
+    params = PrototypeMILClassifier.from_configs(mconf, tconf, standardization=standardization).get_params()
+    del params["random_state"]  # each fold's copy gets the fold's seed
+    return params
 
 
 def run_methods(
