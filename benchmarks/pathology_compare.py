@@ -30,62 +30,17 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
-from sklearn.metrics import balanced_accuracy_score
 from threadpoolctl import threadpool_limits
 
 from minitorch_proto.about import code_version
 from minitorch_proto.data import load_pathology
-from minitorch_proto.evaluation.cv import cross_validate, stratified_folds
-from minitorch_proto.meta_estimators import proba_in
-from minitorch_proto.methods import display_name, make, resolve
-from minitorch_proto.validation import check_labels
+from minitorch_proto.book import compare_on_bags, comparison_table
+from minitorch_proto.evaluation.cv import stratified_folds
+from minitorch_proto.methods import resolve
 
 DEFAULT_METHODS = "prototype,prototype-recommended,miles,attention,mi_net_max"
-
-
-def run_method(key: str, data, folds, seed: int) -> pd.DataFrame:
-    """One method's per-fold rows: the package's columns plus ``balanced_accuracy``."""
-    method = resolve(key)[0]
-    est = make(method.key, seed)
-    results, fitted = cross_validate(est, data.bags, data.y, folds, dataset=data.name, method=method.label,
-                                     return_estimators=True)
-    y_enc, classes = check_labels(np.asarray(data.y), len(data.bags))
-    balanced = []
-    for fold, model, accuracy in zip(folds, fitted, results["accuracy"]):
-        proba = proba_in(model, [data.bags[i] for i in fold.test], classes)
-        pred = proba.argmax(axis=1)
-        truth = y_enc[fold.test]
-        # Same predictions as the package's accuracy, or the balanced accuracy would describe another model.
-        assert np.isclose(np.mean(pred == truth), accuracy), (key, fold.repeat, fold.fold)
-        balanced.append(balanced_accuracy_score(truth, pred))
-    return results.assign(balanced_accuracy=balanced, key=method.key)
-
-
-def _cell(values: pd.Series, repeats: pd.Series) -> str:
-    """Mean ± SD over folds, and ± SE over repeat means when there are several repeats."""
-    text = f"{values.mean():.3f} ± {values.std(ddof=1):.3f}"
-    if repeats.nunique() > 1:
-        means = values.groupby(repeats).mean()
-        text += f" (SE {means.std(ddof=1) / np.sqrt(len(means)):.3f})"
-    return text
-
-
-def summary_table(rows: pd.DataFrame) -> pd.DataFrame:
-    out = []
-    for key, g in rows.groupby("key", sort=False):
-        out.append({
-            "method (registry key)": f"{display_name(key)} (`{key}`)",
-            "AUC": _cell(g["auc"], g["repeat"]),
-            "balanced accuracy": _cell(g["balanced_accuracy"], g["repeat"]),
-            "accuracy": _cell(g["accuracy"], g["repeat"]),
-            "fit s / fold": f"{g['fit_seconds'].mean():.1f}",
-            "_auc": g["auc"].mean(),
-        })
-    table = pd.DataFrame(out).sort_values("_auc", ascending=False, kind="stable").drop(columns="_auc")
-    return table.reset_index(drop=True)
 
 
 def main(argv=None) -> int:
@@ -107,13 +62,14 @@ def main(argv=None) -> int:
     with threadpool_limits(args.threads):
         for key in keys:
             t0 = time.perf_counter()
-            frames.append(run_method(key, data, folds, args.seed))
+            frames.append(compare_on_bags(data, folds, [key], args.seed)[0])
             seconds[key] = time.perf_counter() - t0
             r = frames[-1]
             print(f"{key}: AUC {r.auc.mean():.3f}, balanced accuracy {r.balanced_accuracy.mean():.3f} "
                   f"({seconds[key]:.0f} s)", file=sys.stderr, flush=True)
     rows = pd.concat(frames, ignore_index=True)
-    table = summary_table(rows)
+    table = comparison_table(rows)
+    table["method"] = [f"{m} (`{k}`)" for m, k in zip(table["method"], table.pop("key"))]
     s = data.summary()
     header = (f"{data.name}: {s['bags']} bags ({s['positive']} malignant / {s['negative']} benign), "
               f"{s['instances']} instances, {s['features']} features; {args.repeats} x stratified "

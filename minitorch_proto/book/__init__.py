@@ -11,6 +11,7 @@ module                what it holds
 ``mnist_prototypes``  the paper's MNIST-bags illustration: defaults, runs, the seed sweep
 ``unit_test_table``   the MIL algorithmic unit tests run for every model of the package
 ``toy_snapshots``     prototypes recorded while a model trains on toy bags
+``pathology_page``    registered methods on the UCSB breast-cancer bags (the own-data page)
 ``fitting``           what those drivers share (a fit with a per-epoch callback, the objective)
 ``verdicts``          short verdicts written from a page's measured numbers; ``book_glue``
 ``frozen``            frozen result tables shipped in ``frozen_tables/``, with provenance
@@ -22,10 +23,11 @@ estimators), so notebooks stay short and the logic stays testable.
 from __future__ import annotations
 
 # Each module's __all__ is the one list of its public names; the package re-exports them.
-from . import fitting, frozen, mnist_prototypes, toy_snapshots, unit_test_table, verdicts
+from . import fitting, frozen, mnist_prototypes, pathology_page, toy_snapshots, unit_test_table, verdicts
 from .fitting import *  # noqa: F403
 from .frozen import *  # noqa: F403
 from .mnist_prototypes import *  # noqa: F403
+from .pathology_page import *  # noqa: F403
 from .toy_snapshots import *  # noqa: F403
 from .unit_test_table import *  # noqa: F403
 from .verdicts import *  # noqa: F403
@@ -37,4 +39,5 @@ __all__ = [
     *fitting.__all__,
     *verdicts.__all__,
     *frozen.__all__,
+    *pathology_page.__all__,
 ]
