@@ -88,3 +88,36 @@ def test_head_options_are_checked(data):
         PrototypeMILClassifier.recommended(class_weight={"x": 2.0}, **FAST).fit(bags, y)
     balanced = PrototypeMILClassifier.recommended(class_weight="balanced", **FAST).fit(bags, y)
     assert balanced.predict_proba(bags).shape == (len(bags), 2)
+
+
+def test_leave_one_dataset_out_never_reads_the_held_out_set():
+    import pandas as pd
+
+    from minitorch_proto.evaluation import leave_one_dataset_out
+
+    rng = np.random.default_rng(0)
+    scores = pd.DataFrame(rng.uniform(0.5, 0.9, size=(6, 5)), index=[f"c{i}" for i in range(6)],
+                          columns=["musk1", "musk2", "fox", "tiger", "elephant"])
+    base = leave_one_dataset_out(scores).set_index("held_out")
+    for held in scores.columns:
+        # By hand: best mean over the other columns.
+        assert base.loc[held, "chosen"] == scores.drop(columns=held).mean(axis=1).idxmax()
+        # Whatever the held-out column says, its own choice does not move.
+        poisoned = scores.copy()
+        poisoned[held] = rng.uniform(0.0, 1.0, size=len(scores))
+        poisoned.loc[scores.drop(columns=held).mean(axis=1).idxmin(), held] = 10.0
+        again = leave_one_dataset_out(poisoned).set_index("held_out")
+        assert again.loc[held, "chosen"] == base.loc[held, "chosen"]
+        assert again.loc[held, "score"] == poisoned.loc[base.loc[held, "chosen"], held]
+    with pytest.raises(ValueError, match="two data sets"):
+        leave_one_dataset_out(scores[["fox"]])
+
+
+def test_same_seed_same_recommended_model(data):
+    bags, y = data
+    a = PrototypeMILClassifier.recommended(epochs=3, random_state=5).fit(bags, y)
+    b = PrototypeMILClassifier.recommended(epochs=3, random_state=5).fit(bags, y)
+    c = PrototypeMILClassifier.recommended(epochs=3, random_state=6).fit(bags, y)
+    np.testing.assert_array_equal(a.predict_proba(bags), b.predict_proba(bags))
+    np.testing.assert_array_equal(a.prototype_sources_, b.prototype_sources_)
+    assert not np.array_equal(a.predict_proba(bags), c.predict_proba(bags))

@@ -12,6 +12,7 @@ from .cv import summarize
 from ..paper import DATASET_ORDER, PAPER_TABLE2, REPORTED_BASELINES
 
 __all__ = [
+    "leave_one_dataset_out",
     "SPREADS",
     "DISPLAY_NAMES",
     "DATASET_NAMES",
@@ -301,3 +302,29 @@ def common_budget_gains(results: pd.DataFrame, *, metric: str = "accuracy") -> p
     present = _dataset_columns(means.columns)
     table = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=present).dropna(axis=1, how="all")
     return table.rename(columns=DATASET_NAMES)
+
+
+def leave_one_dataset_out(scores: pd.DataFrame) -> pd.DataFrame:
+    """For each data set, the candidate chosen on the *other* data sets only.
+
+    Parameters
+    ----------
+    scores : DataFrame, one row per candidate (index), one column per data set; higher is better
+        (e.g. mean cross-validated AUC).
+
+    Returns
+    -------
+    DataFrame with one row per held-out data set: ``held_out``, ``chosen`` (the candidate with the
+    best mean score over the other columns; ties: the first in ``scores``' order) and ``score``
+    (the chosen candidate's score on the held-out set). The held-out column takes no part in its
+    own choice, so the number reported for a data set comes from a choice that never saw it.
+    """
+    if scores.shape[1] < 2:
+        raise ValueError("leave-one-data-set-out needs at least two data sets (columns).")
+    rows = []
+    for held in scores.columns:
+        others = scores.drop(columns=held).mean(axis=1)
+        chosen = others.index[int(np.argmax(others.to_numpy()))]
+        rows.append({"held_out": held, "chosen": chosen, "score": float(scores.loc[chosen, held])})
+    return pd.DataFrame(rows)
+
