@@ -100,3 +100,10 @@ def test_ranking_verdict():
     assert "best average rank" in ranking_verdict(ranks, "a")
     with pytest.raises(ValueError):
         ranking_verdict(ranks, "z")
+
+
+def test_ranking_verdict_tied_methods_share_the_better_place():
+    ranks = pd.Series({"a": 1.0, "b": 2.5, "c": 2.5, "d": 4.0})
+    assert "places 2 of 4" in ranking_verdict(ranks, "b")
+    assert "places 2 of 4" in ranking_verdict(ranks, "c")
+    assert "places 4 of 4" in ranking_verdict(ranks, "d")

@@ -15,6 +15,7 @@ module                what it holds
 ``fitting``           what those drivers share (a fit with a per-epoch callback, the objective)
 ``verdicts``          short verdicts written from a page's measured numbers; ``book_glue``
 ``frozen``            frozen result tables shipped in ``frozen_tables/``, with provenance
+``ranking``           the book's one ranking of every method and budget (``one_ranking``)
 ====================  ==================================================================
 
 Each driver does one experiment end to end and returns plain data (dicts, DataFrames, fitted
@@ -23,11 +24,12 @@ estimators), so notebooks stay short and the logic stays testable.
 from __future__ import annotations
 
 # Each module's __all__ is the one list of its public names; the package re-exports them.
-from . import fitting, frozen, mnist_prototypes, pathology_page, toy_snapshots, unit_test_table, verdicts
+from . import fitting, frozen, mnist_prototypes, pathology_page, ranking, toy_snapshots, unit_test_table, verdicts
 from .fitting import *  # noqa: F403
 from .frozen import *  # noqa: F403
 from .mnist_prototypes import *  # noqa: F403
 from .pathology_page import *  # noqa: F403
+from .ranking import *  # noqa: F403
 from .toy_snapshots import *  # noqa: F403
 from .unit_test_table import *  # noqa: F403
 from .verdicts import *  # noqa: F403
@@ -40,4 +42,5 @@ __all__ = [
     *verdicts.__all__,
     *frozen.__all__,
     *pathology_page.__all__,
+    *ranking.__all__,
 ]

@@ -316,7 +316,7 @@ def ranking_verdict(
     method: str,
     display: Mapping[str, str] | None = None,
 ) -> str:
-    """Where one method stands among others by average rank (1 = best).
+    """Where one method stands among others by average rank (1 = best; tied methods share a place).
 
     Parameters
     ----------
@@ -337,9 +337,9 @@ def ranking_verdict(
     names = {m: names_[0].upper() + names_[1:] for m, names_ in (display or {}).items()}
     names.setdefault(method, method[0].upper() + method[1:])
     ordered = ranks.sort_values()
-    place = int(np.flatnonzero(ordered.index == method)[0]) + 1
+    place = int((ordered < ordered[method]).sum()) + 1  # tied methods share the better place
     best = ordered.index[0]
-    if best == method:
+    if place == 1:
         return (f"{names.get(method, method)} has the best average rank ({ordered.iloc[0]:.1f}) "
                 f"of the {len(ordered)} methods measured.")
     return (f"{names.get(method, method)} places {place} of {len(ordered)} by average rank ({ordered[method]:.1f}); "

@@ -25,6 +25,7 @@ __all__ = [
     "number_prototypes",
     "ranked_table",
     "row_budget",
+    "LADDER_RUNG_PREFIX",
     "comparison_table",
     "common_budget_gains",
 ]
@@ -196,10 +197,14 @@ _PROTOTYPE_BUDGETS = {
     "prototype": "paper's Table 1 settings, one model per fold",
     "prototype (published code)": "published code's settings, one model per fold",
     "prototype (rates tuned on inner CV)": "learning rates tuned on inner CV, one model per fold",
-    "prototype (monotone)": "paper's Table 1 settings, one model per fold",
+    "prototype (monotone)": "unit-test page's settings (chosen on synthetic bags), one model per fold",
     "prototype (tuned ensemble)": "nested inner-CV search over 27 of 1,458 settings (successive halving) "
                                   "+ 5-seed ensemble",
+    "prototype (recommended)": "recipe chosen leave-one-data-set-out among 6 fixed candidates; "
+                               "head's C tuned on 3 inner folds, one model per fold",
 }
+#: Prefix of the fixed ladder rungs' labels in a comparison (``"ladder rung '+ rates'"``).
+LADDER_RUNG_PREFIX = "ladder rung "
 
 
 def row_budget(method: str) -> str:
@@ -211,6 +216,9 @@ def row_budget(method: str) -> str:
     """
     if method in _PROTOTYPE_BUDGETS:
         return _PROTOTYPE_BUDGETS[method]
+    if method.startswith(LADDER_RUNG_PREFIX):
+        return ("fixed ladder rung, one model per fold (the rungs above it + this change); "
+                "settings picked after probes on these data sets, not chosen blind")
     base, _, suffix = method.partition(" (")
     if not suffix:
         return "published defaults, one model per fold"
