@@ -47,8 +47,6 @@ loop); ``--freeze`` writes them as the frozen table ``mil_unit_tests_torchmil``:
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import importlib.util
 import sys
 import time
@@ -60,6 +58,9 @@ import pandas as pd
 import torch
 
 from minitorch_proto import book
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mil_unit_tests_seeds import _locked  # noqa: E402  (one lock helper for both sweeps)
 from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.data import SyntheticBags
@@ -123,16 +124,6 @@ def torchmil_tests() -> dict:
             return _to_bags(train, name, seed, "train"), _to_bags(test, name, seed, "test")
         out[name] = generate
     return out
-
-
-@contextlib.contextmanager
-def _locked(path: str | None):
-    if not path:
-        yield
-        return
-    with open(path, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-__all__ = ["BagBatch", "segment_pool", "POOLINGS"]
+__all__ = ["BagBatch", "segment_pool", "shared_pool", "POOLINGS"]
 
 POOLINGS = ("min", "mean", "max")
 
@@ -90,3 +90,33 @@ def segment_pool(values: torch.Tensor, bag_index: torch.Tensor, n_bags: int, how
     if how == "mean":
         return out.scatter_reduce(0, index, values, reduce="mean", include_self=False)
     raise ValueError(f"Unknown pooling {how!r}; choose from {POOLINGS}.")
+
+
+def shared_pool(sets: Sequence[tuple[Sequence[np.ndarray], np.ndarray]]) -> tuple[list, np.ndarray, list]:
+    """One pool of bags for several training sets that share bags (a cross-validation's folds).
+
+    ``sets`` holds ``(bags, encoded_labels)`` pairs. A bag object that appears in several sets
+    with the same label is stored once, so 50 folds of a data set cost one copy of it, not 45.
+
+    Returns
+    -------
+    pool : list of the distinct bags
+    labels : int64 array, the label of each pooled bag
+    index_sets : one int64 array per set: the positions of its bags in ``pool``, in its order
+    """
+    pool: list = []
+    labels: list[int] = []
+    slot: dict[tuple[int, int], int] = {}
+    index_sets = []
+    for bags, y in sets:
+        rows = []
+        for bag, label in zip(bags, np.asarray(y).tolist()):
+            key = (id(bag), int(label))
+            if key not in slot:
+                slot[key] = len(pool)
+                pool.append(bag)
+                labels.append(int(label))
+            rows.append(slot[key])
+        index_sets.append(np.asarray(rows, dtype=np.int64))
+    return pool, np.asarray(labels, dtype=np.int64), index_sets
+

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
+from .bags import shared_pool
 from .model import PrototypeMIL, PrototypeMILConfig, class_probabilities, head_logits, normalize_features
 from .convex_head import RECOMMENDED, check_head_options
 from .preprocessing import BagStandardizer
@@ -335,10 +336,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone))
         k = self._n_members()
         check_chunk_size(self.chunk_size)
-        pool: list[np.ndarray] = []
-        labels: list[int] = []
-        slot: dict[tuple[int, int], int] = {}
-        index_sets, prepared, classes0 = [], [], None
+        prepared, classes0 = [], None
         for bags, y in sets:
             names = frame_columns(bags)
             if names is not None:
@@ -350,18 +348,10 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             elif len(classes) != len(classes0) or not np.array_equal(classes, classes0):
                 # One batched program needs one label encoding; sets with other classes train apart.
                 raise ValueError("training sets fitted together must have the same classes; fit them one by one.")
-            rows = []
-            for bag, label in zip(bags, y_enc.tolist()):
-                key = (id(bag), int(label))
-                if key not in slot:
-                    slot[key] = len(pool)
-                    pool.append(bag)
-                    labels.append(int(label))
-                rows.append(slot[key])
-            index_sets.append(np.asarray(rows, dtype=np.int64))
             standardizer = BagStandardizer(self.standardization).fit(bags)
             check_distance_range(standardizer.transform(bags), torch.float32)
             prepared.append((bags, y_enc, classes, names, standardizer))
+        pool, labels, index_sets = shared_pool([(bags, y_enc) for bags, y_enc, *_ in prepared])
         seeds = [seed_from(est.random_state) for est in targets]  # once each: a RandomState advances
         for est, seed, (bags, _, classes, names, standardizer) in zip(targets, seeds, prepared):
             # Set before training: on_epoch_end may read standardizer_.
@@ -374,7 +364,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         # Each target's members are seeded seed, seed + 1, ...: all targets' members train together.
         model_seeds = [int(s) + j for s in seeds for j in range(k)]
         fit = train_batched(
-            pool, np.asarray(labels, dtype=np.int64), [index_sets[t] for t in range(len(targets)) for _ in range(k)],
+            pool, labels, [index_sets[t] for t in range(len(targets)) for _ in range(k)],
             model_seeds, mconf, tconf, n_classes=len(classes0), standardization=self.standardization,
             lr_prototypes=[float(e.lr_prototypes) for e in targets for _ in range(k)],
             lr_classifier=[float(e.lr_classifier) for e in targets for _ in range(k)],

@@ -44,6 +44,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.model_selection import ParameterSampler
 from sklearn.utils.validation import check_is_fitted
 
+from ..bags import shared_pool
 from ..model import PrototypeMILConfig
 from ..training import TrainConfig
 from ..training.batched import train_batched
@@ -427,24 +428,17 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
                 raise ValueError("fit_many needs one random state per training set.")
             estimators = [with_random_state(self, s) for s in random_states]
         budget = self.budget or SearchBudget()
-        pool, labels, slot, index_sets, classes0 = [], [], {}, [], None
+        encoded, classes0 = [], None
         for bags, y in train_sets:
             bags = check_bags(bags)
             y_enc, classes = check_labels(y, len(bags))
             if classes0 is not None and not np.array_equal(classes, classes0):
                 raise ValueError("training sets searched together must have the same classes.")
             classes0 = classes
-            rows = []
-            for bag, label in zip(bags, y_enc.tolist()):
-                key = (id(bag), int(label))
-                if key not in slot:
-                    slot[key] = len(pool)
-                    pool.append(bag)
-                    labels.append(int(label))
-                rows.append(slot[key])
-            index_sets.append(np.asarray(rows, dtype=np.int64))
+            encoded.append((bags, y_enc))
+        pool, labels, index_sets = shared_pool(encoded)
         seeds = [int(e.random_state or 0) for e in estimators]
-        found = search_many(pool, np.asarray(labels, dtype=np.int64), index_sets, seeds, budget, grid=self.grid,
+        found = search_many(pool, labels, index_sets, seeds, budget, grid=self.grid,
                             backend=self.backend, device=self.device)
         finals = [PrototypeMILClassifier(**r.chosen.estimator_params(), n_seeds=int(budget.n_seeds),
                                          random_state=s, backend=self.backend, device=self.device)
