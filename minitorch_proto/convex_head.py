@@ -51,32 +51,40 @@ RECOMMENDED = dict(
 HEAD_CS = tuple(np.logspace(-3, 2, 11).tolist())
 
 
-def push_prototypes(prototypes: np.ndarray, bags: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Each prototype replaced by its nearest instance (Euclidean) among ``bags``.
+def push_prototypes(prototypes: np.ndarray, bags: Sequence[np.ndarray],
+                    metric: str = "euclidean") -> tuple[np.ndarray, np.ndarray]:
+    """Each prototype replaced by its nearest instance among ``bags``, nearest in the model's own distance.
 
     Parameters
     ----------
     prototypes : ndarray (D, L)
     bags : the training bags, in the prototypes' space (standardised as the model sees them)
+    metric : the model's distance (any name of :func:`~minitorch_proto.distances.pairwise_distance`).
+        Pushing by the distance the model scores with keeps each prototype's pooled
+        distances as close as possible to the trained ones (for cosine, the instance of
+        the nearest direction, not of the nearest point).
 
     Returns
     -------
     pushed : ndarray (D, L), rows copied from the bags
     sources : int ndarray (D, 2), (bag index, instance index) of each pushed prototype
     """
+    from .distances import pairwise_distance
+
     P = np.asarray(prototypes, dtype=np.float64)
     best = np.full(len(P), np.inf)
     sources = np.zeros((len(P), 2), dtype=np.int64)
     pushed = np.array(P, copy=True)
-    p_sq = (P * P).sum(1)
+    P_t = torch.as_tensor(P)
+    cols = np.arange(len(P))
     for b, bag in enumerate(bags):
         X = np.asarray(bag, dtype=np.float64)
-        # |x - p|^2 through one product; rounding cannot change which instance is nearest by much,
-        # and the copied row is the instance itself, so the pushed prototype is exact.
-        d = (X * X).sum(1)[:, None] + p_sq[None, :] - 2.0 * X @ P.T
+        # Rounding can only change which of two near-tied instances wins; the copied row is
+        # the instance itself, so the pushed prototype is exact either way.
+        d = pairwise_distance(torch.as_tensor(X), P_t, metric).numpy()
         k = d.argmin(0)
-        closer = d[k, np.arange(len(P))] < best
-        best = np.where(closer, d[k, np.arange(len(P))], best)
+        closer = d[k, cols] < best
+        best = np.where(closer, d[k, cols], best)
         sources[closer] = np.column_stack([np.full(closer.sum(), b), k[closer]])
         pushed[closer] = X[k[closer]]
     return pushed, sources
@@ -160,7 +168,8 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
     for model, seed in zip(models, seeds):
         with torch.no_grad():
             if push:
-                pushed, src = push_prototypes(model.prototypes.detach().double().numpy(), std_bags)
+                pushed, src = push_prototypes(model.prototypes.detach().double().numpy(), std_bags,
+                                               model.config.distance)
                 model.prototypes.copy_(torch.as_tensor(pushed, dtype=model.prototypes.dtype))
                 sources.append(src)
             if head == "logistic":

@@ -33,7 +33,8 @@ from ..evaluation import (
 from ..methods import PROTOTYPE_RECOMMENDED
 from .frozen import load_frozen
 
-__all__ = ["RANKING_TABLES", "ranking_rows", "one_ranking", "recommended_lodo_rows", "rank_of"]
+__all__ = ["RANKING_TABLES", "ranking_rows", "one_ranking", "recommended_lodo_rows", "recommended_candidates_table",
+           "rank_of"]
 
 #: The frozen tables the one ranking is made of.
 RANKING_TABLES = ("measured_results", "baseline_common_budget", "ladder_results", "monotone_results",
@@ -56,6 +57,32 @@ def recommended_lodo_rows(per_fold: pd.DataFrame, *, metric: str = "auc") -> pd.
     out = pd.concat(parts, ignore_index=True).assign(method=PROTOTYPE_RECOMMENDED)
     out.attrs["choices"] = dict(zip(choices["held_out"], choices["chosen"]))
     return out
+
+
+def recommended_candidates_table(per_fold: pd.DataFrame, *, metric: str = "auc") -> pd.DataFrame:
+    """Every candidate recipe on every data set, and which held-out data sets chose it.
+
+    The table behind the recommended model's leave-one-data-set-out choice: one row per
+    candidate (``per_fold``'s ``method``), one "accuracy ± SE" column per data set (display
+    names; SE over repetition means), the mean ``metric`` over all data sets (what the shipped
+    default is chosen by) and ``chosen for``, the held-out data sets whose choice it was.
+    """
+    from ..evaluation import DATASET_NAMES
+
+    final = per_fold[per_fold["evaluation"] == "final"]
+    summ = summarize(final)
+    order = list(dict.fromkeys(final["method"]))
+    present = [d for d in DATASET_NAMES if d in set(summ["dataset"])]
+    mean = summ.pivot(index="method", columns="dataset", values="accuracy_mean").reindex(order)[present]
+    se = summ.pivot(index="method", columns="dataset", values="accuracy_se_repeats").reindex(order)[present]
+    table = pd.DataFrame({DATASET_NAMES[d]: [f"{m:.3f} ± {e:.3f}" for m, e in zip(mean[d], se[d])] for d in present},
+                         index=pd.Index(order, name="candidate"))
+    scores = summ.pivot(index="method", columns="dataset", values=f"{metric}_mean").reindex(order)[present]
+    table[f"mean {metric.upper() if metric == 'auc' else metric}"] = scores.mean(axis=1).round(3)
+    choices = leave_one_dataset_out(scores)
+    table["chosen for"] = [", ".join(DATASET_NAMES[h] for h, c in zip(choices["held_out"], choices["chosen"]) if c == cand)
+                           for cand in order]
+    return table
 
 
 def ranking_rows() -> tuple[pd.DataFrame, pd.DataFrame]:
