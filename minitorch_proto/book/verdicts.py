@@ -24,6 +24,7 @@ __all__ = [
     "comparison_verdict",
     "unit_test_verdict",
     "to_html",
+    "show_verdict",
     "book_glue",
 ]
 
@@ -424,6 +425,36 @@ def to_html(text: str) -> str:
     out = html.escape(text, quote=False)
     out = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", out)
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+
+
+def show_verdict(text: str | Sequence[str], title: str = "Verdict"):
+    """A computed verdict as an admonition box, for ``display(show_verdict(verdict))``.
+
+    The box uses the classes of Sphinx admonitions (``admonition important``), so the book's
+    theme draws it like a ``{important}`` directive; in JupyterLab or Colab, which do not know
+    those classes, it still reads as a bold title over a paragraph.
+
+    Parameters
+    ----------
+    text : str or sequence of str
+        The verdict (Markdown with ``**bold**`` and ``code`` marks only, see :func:`to_html`);
+        several strings become one paragraph each.
+    title : str, default="Verdict"
+        The box's title (escaped).
+
+    Returns
+    -------
+    IPython.display.HTML
+        The admonition (returned, not displayed, so a cell that ends with the call shows it once).
+    """
+    import html
+
+    from IPython.display import HTML
+
+    paragraphs = [text] if isinstance(text, str) else list(text)
+    body = "".join(f"<p>{to_html(p)}</p>" for p in paragraphs)
+    return HTML(f'<div class="admonition important"><p class="admonition-title"><strong>{html.escape(title, quote=False)}'
+                f"</strong></p>{body}</div>")
 
 
 def book_glue(name: str, value) -> None:
