@@ -3,6 +3,8 @@
 Every function takes the tables a page has just computed and returns one to three plain
 sentences (Markdown). The sentences are built from those numbers only, so a page's verdict can
 never contradict its own outputs: when the numbers change, the words change with them.
+:func:`show_verdict` shows one as an admonition box, and :func:`set_table_display` sets how
+the pages' tables are printed.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ __all__ = [
     "unit_test_verdict",
     "to_html",
     "show_verdict",
+    "set_table_display",
     "book_glue",
 ]
 
@@ -455,6 +458,21 @@ def show_verdict(text: str | Sequence[str], title: str = "Verdict"):
     body = "".join(f"<p>{to_html(p)}</p>" for p in paragraphs)
     return HTML(f'<div class="admonition important"><p class="admonition-title"><strong>{html.escape(title, quote=False)}'
                 f"</strong></p>{body}</div>")
+
+
+def set_table_display(precision: int = 3) -> None:
+    """Set pandas' display options for the book's tables: every column, every character.
+
+    pandas cuts strings longer than 50 characters to ``...`` and drops middle columns of wide
+    tables; on a page, a cut label or a ``...`` column reads as a lost result. The book's
+    stylesheet lets long text wrap and wide tables scroll, so nothing needs cutting.
+
+    Parameters
+    ----------
+    precision : int, default=3
+        Decimals of floats (``display.precision``).
+    """
+    pd.set_option("display.precision", precision, "display.max_colwidth", None, "display.max_columns", None)
 
 
 def book_glue(name: str, value) -> None:
