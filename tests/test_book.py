@@ -7,8 +7,15 @@ on 127.0.0.1 and opens every page of the table of contents in headless Chromium 
 * an absolute path of the build machine (``/work/``, ``/tmp/``, ``/root/``, ``/home/``) or a
   traceback in the page text, or an error output block;
 * a table wider than the page's text column that does not scroll inside its own box;
+* a table shown on load whose first five header cells (or all, if fewer) are not all in view
+  inside its scroll box (a full table may sit in a closed ``<details>``, which is exempt);
+* text cut short: a table cell, or a word of a text output, ending in "..." or "…" (pandas'
+  truncation of long strings, or of rows and columns, or a label cut by hand);
+* a prototype numbered from 0: a "P0" token in the page text, or a table indexed by
+  ``prototype`` whose first row is 0 (prototypes are P1, P2, ... as in the figures);
 * an image that does not load;
-* a notebook page without its "What this page shows" opening or its computed "Verdict" closing;
+* a notebook page without its "What this page shows" opening or its computed "Verdict" closing,
+  or whose computed verdict is not shown in an admonition (``book.show_verdict``);
 * a request for anything outside the site (the book works offline);
 * a script error (an uncaught exception, such as a SyntaxError of an inline script).
 
@@ -274,6 +281,82 @@ _WIDE_TABLES_JS = """
 }
 """
 
+# Cut-short text: pandas ends a cell it truncates (display.max_colwidth) with "...", and writes a
+# "..." column or row where it drops some (display.max_columns / max_rows); a label cut by hand
+# ends with "…". Table cells and text outputs are read; prose may use an ellipsis.
+_TRUNCATED_JS = """
+() => {
+  const article = document.querySelector("article.bd-article") || document.querySelector("main");
+  const cut = /(\\.\\.\\.|\\u2026)$/;
+  const found = [];
+  for (const cell of article.querySelectorAll("table th, table td")) {
+    const text = cell.innerText.trim();
+    if (cut.test(text)) { found.push(`table cell "${text.slice(-60)}"`); }
+  }
+  for (const out of article.querySelectorAll(".cell_output .output.text_plain, .cell_output .output.stream")) {
+    for (const line of out.innerText.split("\\n")) {
+      const word = line.split(/\\s+/).find(w => cut.test(w) && !/^[\\[(]/.test(w));
+      if (word !== undefined) { found.push(`output line "${line.trim().slice(0, 80)}"`); }
+    }
+  }
+  return found;
+}
+"""
+
+# A table may scroll sideways in its own box, but its first five header cells (the row labels and
+# the first columns, which say what the table is) must be in view on load. Tables in a closed
+# <details> (a "full table" kept out of the way) are not shown on load and are exempt.
+_HIDDEN_COLUMNS_JS = """
+() => {
+  const article = document.querySelector("article.bd-article") || document.querySelector("main");
+  const right = Math.min(article.getBoundingClientRect().right, document.documentElement.clientWidth) + 1;
+  const bad = [];
+  for (const table of article.querySelectorAll("table")) {
+    if (table.closest("details:not([open])") || table.getBoundingClientRect().width === 0) { continue; }
+    const rows = Array.from(table.querySelectorAll("thead tr"));
+    const header = rows.length ? rows.reduce((a, b) => b.cells.length > a.cells.length ? b : a)
+                               : table.querySelector("tr");
+    if (!header) { continue; }
+    let limit = right;
+    for (let el = table.parentElement; el && el !== article; el = el.parentElement) {
+      const style = getComputedStyle(el);
+      if (style.overflowX === "auto" || style.overflowX === "scroll" || style.overflowX === "hidden") {
+        const box = el.getBoundingClientRect();
+        limit = Math.min(limit, box.left + el.clientWidth + 1);
+      }
+    }
+    const cells = Array.from(header.cells).slice(0, 5);
+    const hidden = cells.filter(c => c.getBoundingClientRect().right > limit);
+    if (hidden.length) {
+      const names = cells.map(c => c.innerText.trim() || "(blank)").join(" | ").slice(0, 120);
+      bad.push(`${hidden.length} of its first ${cells.length} header cells out of view (${names})`);
+    }
+  }
+  return bad;
+}
+"""
+
+# Prototypes are P1, P2, ... everywhere (figures, tables, text), never counted from 0.
+_PROTOTYPE_ZERO_JS = """
+() => {
+  const article = document.querySelector("article.bd-article") || document.querySelector("main");
+  const bad = [];
+  const zero = article.innerText.match(/\\bP0\\b.{0,60}/);
+  if (zero) { bad.push(`"${zero[0]}"`); }
+  for (const table of article.querySelectorAll("table")) {
+    const first = table.querySelector("tbody tr");
+    if (!first) { continue; }
+    const heads = Array.from(table.querySelectorAll("thead th")).map(c => c.innerText.trim().toLowerCase());
+    // pandas writes the index name ("prototype") in a header row; the index is the first body cell.
+    if (heads.includes("prototype") && first.cells[0].innerText.trim() === "0"
+        && first.cells[0].tagName === "TH") {
+      bad.push("a table indexed by prototype starts at 0");
+    }
+  }
+  return bad;
+}
+"""
+
 # A notebook page opens with "What this page shows" and closes with a "Verdict" section whose
 # text was computed by a code cell (an output, not prose).
 _SECTIONS_JS = """
@@ -284,7 +367,12 @@ _SECTIONS_JS = """
   const verdict = document.querySelector("section#verdict");
   const output = verdict ? Array.from(verdict.querySelectorAll(".cell_output"))
       .map(o => o.innerText.trim()).join(" ") : "";
-  return {headings: headings, verdictOutput: output};
+  // The computed verdict is shown as an admonition (book.show_verdict): its text without the title.
+  const boxes = verdict ? Array.from(verdict.querySelectorAll(".cell_output .admonition")).map(box => {
+    const title = box.querySelector(".admonition-title");
+    return box.innerText.replace(title ? title.innerText : "", "").trim();
+  }) : [];
+  return {headings: headings, verdictOutput: output, verdictBoxes: boxes};
 }
 """
 
@@ -315,6 +403,12 @@ def _page_problems(page, name: str, stem: str) -> list[str]:
             problems.append(f"stderr output reports an error: {stderr[:200]!r}")
     for wide in page.evaluate(_WIDE_TABLES_JS):
         problems.append(f"table wider than its column without a scroll box: {wide}")
+    for hidden in page.evaluate(_HIDDEN_COLUMNS_JS):
+        problems.append(f"a table hides its first columns in its scroll box: {hidden}")
+    for cut in page.evaluate(_TRUNCATED_JS):
+        problems.append(f"text cut short with an ellipsis: {cut}")
+    for zero in page.evaluate(_PROTOTYPE_ZERO_JS):
+        problems.append(f"a prototype numbered from 0 (they are P1, P2, ...): {zero}")
     if name.startswith("notebooks/"):
         sections = page.evaluate(_SECTIONS_JS)
         headings = sections["headings"]
@@ -324,20 +418,27 @@ def _page_problems(page, name: str, stem: str) -> list[str]:
             problems.append(f"does not end with a 'Verdict' section (last section: {headings[-1:]})")
         elif len(sections["verdictOutput"]) < 40:
             problems.append("its Verdict section shows no computed verdict (no cell output)")
+        elif not any(len(text) >= 40 for text in sections["verdictBoxes"]):
+            problems.append("its computed verdict is not in an admonition (use book.show_verdict)")
     return problems
 
 
-def test_every_page_reads_well_in_chromium(site):
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.skip("Debian's chromium is not installed (make test installs it: apt-get install chromium)")
-    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+def browse(site: Path, chromium: str, screenshots: Path = SCREENSHOTS) -> dict[str, list]:
+    """Open every page of the table of contents of the built ``site`` in Chromium.
+
+    Returns
+    -------
+    dict
+        ``problems`` (per page), ``script_errors``, ``outside`` (requests outside the site) and
+        ``shots`` (the screenshots saved under ``screenshots``).
+    """
+    from playwright.sync_api import sync_playwright
 
     server, _ = _serve(site)
     base = f"http://127.0.0.1:{server.server_address[1]}"
-    if SCREENSHOTS.exists():
-        shutil.rmtree(SCREENSHOTS)
-    SCREENSHOTS.mkdir(parents=True)
+    if screenshots.exists():
+        shutil.rmtree(screenshots)
+    screenshots.mkdir(parents=True)
     problems: list[str] = []
     outside: list[str] = []
     script_errors: list[str] = []
@@ -356,12 +457,23 @@ def test_every_page_reads_well_in_chromium(site):
                     problems.append(f"{name}: HTTP {None if response is None else response.status}")
                     continue
                 problems += [f"{name}: {p}" for p in _page_problems(page, name, stem)]
-                path = SCREENSHOTS / f"{stem}.png"
+                path = screenshots / f"{stem}.png"
                 page.screenshot(path=str(path), full_page=True)
                 shots.append(path)
             browser.close()
     finally:
         server.shutdown()
+    return {"problems": problems, "script_errors": script_errors, "outside": outside, "shots": shots}
+
+
+def test_every_page_reads_well_in_chromium(site):
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (make test installs it: apt-get install chromium)")
+    pytest.importorskip("playwright.sync_api")
+
+    seen = browse(site, chromium)
+    problems, script_errors, outside, shots = (seen[k] for k in ("problems", "script_errors", "outside", "shots"))
     print(f"\n{len(shots)} full-page screenshots in {SCREENSHOTS.relative_to(REPO)}/")
     assert not problems, "\n".join(problems)
     assert not script_errors, "script errors in the pages:\n" + "\n".join(script_errors)

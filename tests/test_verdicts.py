@@ -107,3 +107,15 @@ def test_ranking_verdict_tied_methods_share_the_better_place():
     assert "places 2 of 4" in ranking_verdict(ranks, "b")
     assert "places 2 of 4" in ranking_verdict(ranks, "c")
     assert "places 4 of 4" in ranking_verdict(ranks, "d")
+
+
+def test_show_verdict_is_an_escaped_admonition():
+    from minitorch_proto.book.verdicts import show_verdict
+
+    box = show_verdict("**Reproduced** on `musk1`: a < b & c", title="Verdict <live>").data
+    assert box.startswith('<div class="admonition important">')
+    assert '<p class="admonition-title"><strong>Verdict &lt;live&gt;</strong></p>' in box
+    assert "<p><strong>Reproduced</strong> on <code>musk1</code>: a &lt; b &amp; c</p>" in box
+    assert "<live>" not in box and "a < b" not in box
+    two = show_verdict(["First.", "Second."]).data
+    assert two.count("<p>") == 2 and "<p>First.</p><p>Second.</p>" in two

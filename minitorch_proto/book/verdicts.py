@@ -3,6 +3,8 @@
 Every function takes the tables a page has just computed and returns one to three plain
 sentences (Markdown). The sentences are built from those numbers only, so a page's verdict can
 never contradict its own outputs: when the numbers change, the words change with them.
+:func:`show_verdict` shows one as an admonition box, and :func:`set_table_display` sets how
+the pages' tables are printed.
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ __all__ = [
     "comparison_verdict",
     "unit_test_verdict",
     "to_html",
+    "show_verdict",
+    "set_table_display",
     "book_glue",
 ]
 
@@ -424,6 +428,51 @@ def to_html(text: str) -> str:
     out = html.escape(text, quote=False)
     out = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", out)
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+
+
+def show_verdict(text: str | Sequence[str], title: str = "Verdict"):
+    """A computed verdict as an admonition box, for ``display(show_verdict(verdict))``.
+
+    The box uses the classes of Sphinx admonitions (``admonition important``), so the book's
+    theme draws it like a ``{important}`` directive; in JupyterLab or Colab, which do not know
+    those classes, it still reads as a bold title over a paragraph.
+
+    Parameters
+    ----------
+    text : str or sequence of str
+        The verdict (Markdown with ``**bold**`` and ``code`` marks only, see :func:`to_html`);
+        several strings become one paragraph each.
+    title : str, default="Verdict"
+        The box's title (escaped).
+
+    Returns
+    -------
+    IPython.display.HTML
+        The admonition (returned, not displayed, so a cell that ends with the call shows it once).
+    """
+    import html
+
+    from IPython.display import HTML
+
+    paragraphs = [text] if isinstance(text, str) else list(text)
+    body = "".join(f"<p>{to_html(p)}</p>" for p in paragraphs)
+    return HTML(f'<div class="admonition important"><p class="admonition-title"><strong>{html.escape(title, quote=False)}'
+                f"</strong></p>{body}</div>")
+
+
+def set_table_display(precision: int = 3) -> None:
+    """Set pandas' display options for the book's tables: every column, every character.
+
+    pandas cuts strings longer than 50 characters to ``...`` and drops middle columns of wide
+    tables; on a page, a cut label or a ``...`` column reads as a lost result. The book's
+    stylesheet lets long text wrap and wide tables scroll, so nothing needs cutting.
+
+    Parameters
+    ----------
+    precision : int, default=3
+        Decimals of floats (``display.precision``).
+    """
+    pd.set_option("display.precision", precision, "display.max_colwidth", None, "display.max_columns", None)
 
 
 def book_glue(name: str, value) -> None:
