@@ -9,7 +9,12 @@ the push costs (the chosen recipe without ``push``).
 
     MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/recommended_lodo.py --out benchmarks/out/lodo
 
-Writes ``results.csv`` (per fold, one ``method`` per candidate) and prints the tables.
+Writes ``results.csv`` (per fold, one ``method`` per candidate) and prints the tables;
+``--freeze`` then stores every candidate's per-fold rows as the book's frozen table
+``recommended_candidates`` (read by ``book.ranking``: the ranked row ``prototype (recommended)``
+is recomputed from it by ``recommended_lodo_rows``, and notebook 08 shows it)::
+
+    python benchmarks/recommended_lodo.py --out benchmarks/out/lodo --candidates "cosine, D128" --freeze
 """
 from __future__ import annotations
 
@@ -58,8 +63,11 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/out/lodo")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES), metavar="LABEL",
-                        help="run only these candidates (their rows are merged into an existing results.csv)")
+    parser.add_argument("--freeze", action="store_true",
+                        help="store all candidates' rows of --out as the frozen table recommended_candidates")
+    parser.add_argument("--candidates", nargs="*", default=list(CANDIDATES), metavar="LABEL",
+                        help="run only these candidates (their rows are merged into an existing results.csv; "
+                             "none: tabulate (and --freeze) the rows already there)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     out = Path(args.out)
@@ -76,7 +84,9 @@ def main() -> None:
             walls[(name, label)] = time.perf_counter() - t0
             print(f"{name:9s} {label:52s} acc {frames[-1].accuracy.mean():.3f} auc {frames[-1].auc.mean():.3f} "
                   f"({walls[(name, label)]:.0f} s)", flush=True)
-    results = pd.concat(frames, ignore_index=True)
+    if not frames and not (out / "results.csv").exists():
+        parser.error(f"no candidate to run and no earlier {out / 'results.csv'} to tabulate")
+    results = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["dataset", "method"])
     if (out / "results.csv").exists():  # keep the other candidates' rows of an earlier run
         earlier = pd.read_csv(out / "results.csv")
         ran = set(zip(results["dataset"], results["method"]))
@@ -107,6 +117,21 @@ def main() -> None:
                                                "base": {k: list(v) if isinstance(v, tuple) else v for k, v in BASE.items()},
                                                "candidates": CANDIDATES},
                                               indent=2, default=float))
+    if args.freeze:
+        from minitorch_proto.book.frozen import write_frozen
+
+        write_frozen(results, "recommended_candidates",
+                     command="MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/recommended_lodo.py "
+                             "--out benchmarks/out/lodo --freeze (round 1, then --candidates for round 2)",
+                     description=f"per-fold results of 5 x stratified 10-fold CV (the folds of measured_results) of "
+                                 f"{len(set(results['method']))} candidate recipes of the recommended prototype model "
+                                 f"(benchmarks/recommended_lodo.py: ROUND_1 fixed before any run, ROUND_2 written "
+                                 f"after round 1 was seen)",
+                     choices=dict(zip(lodo["held out"], lodo["chosen on the others"])), shipped=shipped,
+                     base={k: list(v) if isinstance(v, tuple) else v for k, v in BASE.items()},
+                     candidates=CANDIDATES, round_2=list(ROUND_2),
+                     wall_seconds={f"{k[0]}|{k[1]}": round(v, 1) for k, v in walls.items()})
+        print("frozen table recommended_candidates written")
 
 
 if __name__ == "__main__":

@@ -220,8 +220,9 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         """The recommended model: prototypes started on and pushed onto real instances, a convex head.
 
         One recipe for every data set (:data:`~minitorch_proto.convex_head.RECOMMENDED`):
-        k-means++ prototypes from the training instances, min/mean/max pooling, a short
-        training, each prototype pushed onto its nearest training instance, and an L2
+        128 k-means++ prototypes from the training instances, cosine distance, min/mean/max
+        pooling, a short training, each prototype pushed onto its nearest training instance
+        (nearest in the cosine distance), and an L2
         logistic head whose strength is chosen on inner folds. ``overrides`` are ordinary
         parameters; the result is an ordinary estimator (``clone``, ``save``/``load`` work).
         """

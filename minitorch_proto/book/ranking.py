@@ -15,8 +15,8 @@ Rows (:func:`ranking_rows`):
   these data sets, see :mod:`~minitorch_proto.evaluation.ladder`; the ``paper`` rung is the
   paper-faithful row of ``measured_results`` again, same folds and scores, so it is left out);
 - ``monotone_results``: the monotone variant;
-- ``recommended_lodo``: the recommended recipe, the candidate chosen on the other four data sets
-  for each data set (:func:`recommended_lodo_rows`).
+- ``recommended_candidates``: every candidate recipe of the recommended model; the ranked row is
+  the candidate chosen on the other four data sets for each data set (:func:`recommended_lodo_rows`).
 
 The table is :func:`~minitorch_proto.evaluation.report.comparison_table` (mean ± SE over
 repetition means, average rank among rows measured on every data set, budget column) with one
@@ -38,7 +38,7 @@ __all__ = ["RANKING_TABLES", "ranking_rows", "one_ranking", "recommended_lodo_ro
 
 #: The frozen tables the one ranking is made of.
 RANKING_TABLES = ("measured_results", "baseline_common_budget", "ladder_results", "monotone_results",
-                  "recommended_lodo")
+                  "recommended_candidates")
 
 
 def recommended_lodo_rows(per_fold: pd.DataFrame, *, metric: str = "auc") -> pd.DataFrame:
@@ -90,7 +90,8 @@ def ranking_rows() -> tuple[pd.DataFrame, pd.DataFrame]:
 
     ``shown_only`` are the fixed ladder rungs, labelled ``"ladder rung '<step>'"``.
     """
-    measured, common, ladder, monotone, recommended = (load_frozen(n) for n in RANKING_TABLES)
+    measured, common, ladder, monotone, candidates = (load_frozen(n) for n in RANKING_TABLES)
+    recommended = recommended_lodo_rows(candidates)
     fixed = [s for s, _ in LADDER_STEPS[1:]]  # the 'paper' rung repeats measured_results' prototype row
     rungs = ladder[ladder["method"].isin(fixed)]
     rungs = rungs.assign(method=[f"{LADDER_RUNG_PREFIX}'{s}'" for s in rungs["method"]])
