@@ -385,14 +385,18 @@ def ladder_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None
     return " ".join(text)
 
 
-def comparison_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None, margin: float = 0.02) -> str:
-    """One or two sentences from :func:`~minitorch_proto.evaluation.ladder.best_baseline_comparison`: where the method matches the best baseline."""
+def comparison_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None, margin: float = 0.02,
+                       subject: str = "The tuned ensemble", against: str = "the best measured baseline") -> str:
+    """One or two sentences from :func:`~minitorch_proto.evaluation.ladder.best_baseline_comparison`: where the method matches the best baseline.
+
+    ``subject`` names the method and ``against`` the baselines it is compared with.
+    """
     name = lambda d: (display or {}).get(d, d)  # noqa: E731
     at_or_above = [name(d) for d, v in zip(table["dataset"], table["diff"]) if v >= 0]
     within = [name(d) for d, v in zip(table["dataset"], table["diff"]) if -margin <= v < 0]
     below = [f"{name(d)} ({v:+.3f})" for d, v in zip(table["dataset"], table["diff"]) if v < -margin]
     n = len(table)
-    text = [f"The tuned ensemble is at or above the best measured baseline on {len(at_or_above)} of {n} data sets"
+    text = [f"{subject} is at or above {against} on {len(at_or_above)} of {n} data sets"
             + (f" ({', '.join(at_or_above)})" if at_or_above else "") + ","
             + f" within {margin:.2f} below it on {len(within)}" + (f" ({', '.join(within)})" if within else "")
             + f", and further below on {len(below)}" + (f": {', '.join(below)}" if below else "") + "."]
