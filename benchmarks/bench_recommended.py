@@ -1,0 +1,110 @@
+"""The recommended model's whole 5 x 10 cross-validation on the five benchmarks: time and its ratio to a floor.
+
+Issue 27 asks the recommended model, which replaces a 23-minute nested search, to run its
+whole 5 x 10 on all five benchmarks in at most 10 minutes on two cores. This prints, per
+benchmark, the wall time of ``cross_validate(PrototypeMILClassifier.recommended(), ...)`` on
+the book's folds, and the arithmetic floor: the FLOPs of the distance products a fold cannot
+avoid, at this machine's measured matrix-product rate for the same shapes.
+
+Per fold the floor counts 2 x instances x features x prototypes FLOPs for
+
+* each training epoch, three times (the forward product, and the two products of its backward pass),
+* the push (every training instance against every prototype once),
+* the convex head's features of the training bags, and the test bags' prediction.
+
+k-means++, the logistic regressions and Python overhead are not in the floor, so the ratio
+says how far the whole fit is from the one cost that grows with the data, not how far from
+optimal it is::
+
+    MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/bench_recommended.py
+
+The LAST line of output is a JSON object (per benchmark and total: seconds, floor, ratio).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+
+import numpy as np
+import torch
+
+from minitorch_proto import PrototypeMILClassifier, cross_validate, load_benchmark, stratified_folds
+
+DATASETS = ("musk1", "musk2", "fox", "tiger", "elephant")
+#: What the issue allows for all five benchmarks together.
+TARGET_SECONDS = 600.0
+
+
+def matmul_rate(n_rows: int, n_features: int, n_prototypes: int, threads: int, seconds: float = 1.0) -> float:
+    """FLOP/s of one distance product, (n_rows x L) @ (L x D), float32, on ``threads`` threads."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        X = torch.randn(n_rows, n_features)
+        P = torch.randn(n_prototypes, n_features)
+        for _ in range(3):
+            X @ P.T
+        reps, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            X @ P.T
+            reps += 1
+        return 2.0 * n_rows * n_features * n_prototypes * reps / (time.perf_counter() - t0)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def floor_flops(sizes: np.ndarray, folds, n_features: int, n_prototypes: int, epochs: int) -> float:
+    """The distance products' FLOPs of a whole cross-validation (see the module docstring)."""
+    per_instance = 2.0 * n_features * n_prototypes
+    total = 0.0
+    for fold in folds:
+        n_train = float(sizes[fold.train].sum())
+        n_test = float(sizes[fold.test].sum())
+        total += per_instance * (3.0 * epochs * n_train + 2.0 * n_train + n_test)
+    return total
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads(),
+                        help="threads for the floor's matrix-product rate (default: torch's)")
+    args = parser.parse_args(argv)
+    unknown = [d for d in args.datasets if d not in DATASETS]
+    if unknown:
+        parser.error(f"unknown benchmark(s) {unknown}; choose from {list(DATASETS)}")
+    warnings.filterwarnings("ignore")
+    model = PrototypeMILClassifier.recommended()
+    D, epochs = int(model.n_prototypes), int(model.epochs)
+    rows = {}
+    print(f"{'benchmark':>9} {'instances':>9} {'features':>8} {'seconds':>8} {'floor s':>8} {'x floor':>8} "
+          f"{'accuracy':>8}")
+    for name in args.datasets:
+        d = load_benchmark(name)
+        folds = stratified_folds(d.y, args.repeats, 10, random_state=0)
+        sizes = np.array([len(b) for b in d.bags])
+        L = int(d.bags[0].shape[1])
+        rate = matmul_rate(int(sizes.sum()), L, D, args.threads)
+        t0 = time.perf_counter()
+        results = cross_validate(PrototypeMILClassifier.recommended(), d.bags, d.y, folds, dataset=name,
+                                 method="recommended")
+        seconds = time.perf_counter() - t0
+        floor = floor_flops(sizes, folds, L, D, epochs) / rate
+        rows[name] = {"seconds": seconds, "floor_s": floor, "ratio": seconds / floor,
+                      "accuracy": float(results["accuracy"].mean()), "gflops_per_s": rate / 1e9}
+        print(f"{name:>9} {int(sizes.sum()):>9} {L:>8} {seconds:>8.1f} {floor:>8.2f} {seconds / floor:>8.0f} "
+              f"{rows[name]['accuracy']:>8.3f}", flush=True)
+    total = sum(r["seconds"] for r in rows.values())
+    total_floor = sum(r["floor_s"] for r in rows.values())
+    print(f"\nall {len(rows)}: {total:.0f} s ({total / TARGET_SECONDS:.2f} of the {TARGET_SECONDS:.0f} s target), "
+          f"{total / total_floor:.0f} x the distance products' floor ({args.threads} threads)")
+    print(json.dumps({"datasets": rows, "total_seconds": total, "total_floor_s": total_floor,
+                      "target_seconds": TARGET_SECONDS, "threads": args.threads}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
