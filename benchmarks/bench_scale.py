@@ -175,20 +175,24 @@ def run(args, n_bags: int, n_instances: int, procs: int) -> dict:
     return json.loads(lines[-1][len("RESULT "):])
 
 
-def matmul_rate(chunk: int, n_features: int, n_prototypes: int, seconds: float = 1.0) -> float:
-    """FLOP/s of the distance product X (chunk x L) @ P^T (L x D) on one thread, float32."""
+def matmul_rate(chunk: int, n_features: int, n_prototypes: int, seconds: float = 1.0, threads: int = 1) -> float:
+    """FLOP/s of the distance product X (chunk x L) @ P^T (L x D), float32, on ``threads`` threads."""
     import torch
 
-    torch.set_num_threads(1)
-    X = torch.randn(chunk, n_features)
-    P = torch.randn(n_prototypes, n_features)
-    for _ in range(3):
-        X @ P.T
-    reps, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        X @ P.T
-        reps += 1
-    return 2.0 * chunk * n_features * n_prototypes * reps / (time.perf_counter() - t0)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        X = torch.randn(chunk, n_features)
+        P = torch.randn(n_prototypes, n_features)
+        for _ in range(3):
+            X @ P.T
+        reps, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            X @ P.T
+            reps += 1
+        return 2.0 * chunk * n_features * n_prototypes * reps / (time.perf_counter() - t0)
+    finally:
+        torch.set_num_threads(previous)
 
 
 def bf16_cv(names: list[str], repeats: int, epochs: int | None) -> dict:
