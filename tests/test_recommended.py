@@ -113,6 +113,41 @@ def test_leave_one_dataset_out_never_reads_the_held_out_set():
         leave_one_dataset_out(scores[["fox"]])
 
 
+def test_a_development_set_joins_every_choice_and_is_never_reported():
+    import pandas as pd
+
+    from minitorch_proto.book import candidate_scores, recommended_candidates_table, recommended_lodo_rows
+    from minitorch_proto.evaluation import leave_one_dataset_out
+
+    scores = pd.DataFrame({"musk1": [0.90, 0.80], "fox": [0.60, 0.70], "mnist-bags": [0.50, 0.95]}, index=["a", "b"])
+    without = leave_one_dataset_out(scores[["musk1", "fox"]]).set_index("held_out")["chosen"]
+    assert dict(without) == {"musk1": "b", "fox": "a"}
+    with_dev = leave_one_dataset_out(scores, development=["mnist-bags"]).set_index("held_out")
+    assert list(with_dev.index) == ["musk1", "fox"]  # the development set gets no row
+    # Held-out Fox: mean over Musk1 and MNIST-bags, a .70 against b .875: the development set moved the choice.
+    assert with_dev.loc["fox", "chosen"] == "b" and with_dev.loc["fox", "score"] == 0.70
+    with pytest.raises(ValueError, match="not columns"):
+        leave_one_dataset_out(scores, development=["tiger"])
+    with pytest.raises(ValueError, match="no development set"):
+        leave_one_dataset_out(scores[["mnist-bags"]].assign(x=1.0), development=["mnist-bags", "x"])
+
+    # Through the book's helpers: per-fold benchmark rows and per-run development rows.
+    folds = pd.DataFrame([dict(dataset=d, method=m, evaluation="final", repeat=r, fold=f, accuracy=a, auc=a)
+                          for d, col in (("musk1", "musk1"), ("fox", "fox")) for m in "ab"
+                          for r in (1, 2) for f in (1, 2) for a in [scores.loc[m, col]]]).assign(fit_seconds=1.0)
+    dev_runs = pd.DataFrame({"dataset": "mnist-bags", "method": ["a", "a", "b", "b"], "auc": [0.4, 0.6, 0.9, 1.0]})
+    table, dev = candidate_scores(folds, dev_runs)
+    assert dev == ["mnist-bags"] and table.loc["b", "mnist-bags"] == pytest.approx(0.95)
+    rows = recommended_lodo_rows(folds, dev_runs)
+    assert rows.attrs["choices"] == {"musk1": "b", "fox": "b"} and set(rows["dataset"]) == {"musk1", "fox"}
+    assert recommended_lodo_rows(folds).attrs["choices"] == {"musk1": "b", "fox": "a"}
+    shown = recommended_candidates_table(folds, dev_runs)
+    assert shown.loc["b", "mnist-bags AUC (development)"] == pytest.approx(0.95)
+    assert shown.loc["b", "chosen for"] == "Musk1, Fox" and shown.loc["a", "chosen for"] == ""
+    with pytest.raises(ValueError, match="no score on the development"):
+        candidate_scores(folds, dev_runs[dev_runs["method"] == "a"])
+
+
 def test_same_seed_same_recommended_model(data):
     bags, y = data
     a = PrototypeMILClassifier.recommended(epochs=3, random_state=5).fit(bags, y)
@@ -121,3 +156,31 @@ def test_same_seed_same_recommended_model(data):
     np.testing.assert_array_equal(a.predict_proba(bags), b.predict_proba(bags))
     np.testing.assert_array_equal(a.prototype_sources_, b.prototype_sources_)
     assert not np.array_equal(a.predict_proba(bags), c.predict_proba(bags))
+
+
+def test_ablation_table_pairs_every_row_with_the_shipped_recipe():
+    import pandas as pd
+
+    from minitorch_proto.book import ingredient_verdict, recommended_ablation_table
+
+    rng = np.random.default_rng(1)
+    key = pd.MultiIndex.from_product([["musk1", "fox"], range(3), range(10)], names=["dataset", "repeat", "fold"])
+    shipped = pd.DataFrame(index=key).reset_index().assign(
+        method="shipped recipe", evaluation="final", accuracy=rng.uniform(0.5, 0.9, len(key)), fit_seconds=2.0)
+    out = shipped.assign(method="- push", accuracy=shipped["accuracy"] + np.where(shipped["dataset"] == "musk1",
+                                                                                 -0.05, 0.02), fit_seconds=1.0)
+    noise = rng.normal(0, 0.03, len(key))
+    plus = shipped.assign(method="+ seeds", accuracy=shipped["accuracy"] + noise, fit_seconds=6.0)
+    table = recommended_ablation_table(pd.concat([plus, shipped, out], ignore_index=True))
+    assert list(table.index) == ["shipped recipe", "+ seeds", "- push"]  # shipped first, then as they came
+    assert table.loc["shipped recipe", "Musk1"] == f"{shipped[shipped.dataset == 'musk1'].accuracy.mean():.3f}" \
+        + f" ± {shipped[shipped.dataset == 'musk1'].groupby('repeat').accuracy.mean().std(ddof=1) / np.sqrt(3):.3f}"
+    assert table.loc["- push", "Musk1"] == "-0.050 ± 0.000" and table.loc["- push", "Fox"] == "+0.020 ± 0.000"
+    assert table.loc["- push", "mean difference"] == "-0.015"
+    assert table.loc["- push", "fit time"] == "0.5 x" and table.loc["+ seeds", "fit time"] == "3.0 x"
+    fox_noise = noise[(shipped["dataset"] == "fox").to_numpy()].mean()
+    assert table.attrs["diff"].loc["+ seeds", "fox"] == pytest.approx(fox_noise)
+    text = ingredient_verdict(table, {"musk1": "Musk1", "fox": "Fox"})
+    assert "'push' -0.015 (taking it out helped on Fox)" in text and "'+ seeds'" in text
+    with pytest.raises(ValueError, match="shipped row"):
+        recommended_ablation_table(out)

@@ -129,6 +129,8 @@ __all__ = [
     "fit_from_prototypes",
     "mnist_seed_sweep",
     "mnist_sweep_verdict",
+    "evidence_prototype_hits",
+    "mnist_evidence_summary",
 ]
 
 #: Estimator settings of :func:`run_mnist_experiment` (see the module docstring for why).
@@ -302,9 +304,14 @@ def _fit_setting(params: dict, bags: Sequence[np.ndarray], y, seed: int) -> Prot
     return fit_from_prototypes(clf, bags, y, start)
 
 
-def _evidence_hits(clf, bags: Sequence[np.ndarray], digits: Sequence[np.ndarray], k: int):
-    """(index, coefficient, nearest digits) of the evidence prototype: the most negative min-pooling
-    coefficient, and the digit labels of its ``k`` nearest instances among ``bags``."""
+def evidence_prototype_hits(clf, bags: Sequence[np.ndarray], digits: Sequence[np.ndarray], k: int):
+    """The evidence prototype of a fitted binary model and the digits nearest to it.
+
+    The evidence prototype is the one with the most negative min-pooling coefficient (coming
+    close to it is evidence for the positive class). Returns ``(index, coefficient, digits)``:
+    its 0-based index, that coefficient, and the labels (``digits``, aligned with ``bags``) of
+    its ``k`` nearest instances among ``bags``.
+    """
     from ..evaluation.explain import nearest_instances, prototype_coefficients
 
     coef = prototype_coefficients(clf)["coef_min"].to_numpy()
@@ -361,7 +368,7 @@ def mnist_inner_validation(
             t0 = time.perf_counter()
             clf = _fit_setting(params, fit_bags, fit_y, int(seed))
             seconds = time.perf_counter() - t0
-            _, _, digits = _evidence_hits(clf, fit_bags, fit_digits, k)
+            _, _, digits = evidence_prototype_hits(clf, fit_bags, fit_digits, k)
             rows.append(dict(target=int(target), seed=int(seed), setting=name,
                              validation_auc=binary_auc(val_y == 1, clf.predict_proba(val_bags)[:, 1]),
                              fit_auc=binary_auc(fit_y == 1, clf.predict_proba(fit_bags)[:, 1]),
@@ -471,7 +478,7 @@ def mnist_seed_sweep(targets: Sequence[int] = (9, 5), seeds: Sequence[int] = ran
         for seed in seeds:
             run = run_mnist_experiment(target, random_state=int(seed), k=k, **kwargs)
             clf, train = run["clf"], run["train"]
-            ev, coefficient, digits = _evidence_hits(clf, train.bags, train.info["digits"], k)
+            ev, coefficient, digits = evidence_prototype_hits(clf, train.bags, train.info["digits"], k)
             hits = sum(d == int(target) for d in digits)
             rows.append(dict(target=int(target), seed=int(seed), test_auc=run["test_auc"],
                              test_accuracy=run["test_accuracy"],
@@ -494,3 +501,28 @@ def mnist_sweep_verdict(table: pd.DataFrame, min_share: float = 0.9, min_auc: fl
                      f"are mostly {target}s (at least {min_hits} of {k}), median test AUC {med:.2f}"
                      f" ({'meets' if met else 'misses'} the bar of {int(round(min_share * n))}/{n} and {min_auc:.2f})")
     return "; ".join(parts) + "."
+
+
+#: Evidence scores summarised by :func:`mnist_evidence_summary` (per-bag AUCs) and their display names.
+EVIDENCE_COLUMNS = {"shapley_bag": "Shapley split", "removal_bag": "removal", "reference_bag": "whole terms",
+                    "share_bag": "from distance 0", "singleton_bag": "instance alone"}
+
+
+def mnist_evidence_summary(table: pd.DataFrame, min_hits: int = 6) -> pd.DataFrame:
+    """Per model and target, the sweep's criteria and the evidence AUCs (``benchmarks/evidence_auc.py`` rows).
+
+    ``table`` has one row per (model, target, seed) with ``bag_auc``, ``hits`` and the per-bag
+    evidence AUCs of :data:`EVIDENCE_COLUMNS`. Returns one row per (model, target): ``runs``,
+    ``digit-like`` ("k of n": evidence prototype with at least ``min_hits`` target digits among
+    its nearest training digits), ``median bag AUC`` and, per evidence score, the mean over runs
+    of the per-bag instance AUC on the positive test bags ("evidence AUC: ...").
+    """
+    rows = []
+    for (model, target), g in table.groupby(["model", "target"], sort=False):
+        row = {"model": model, "target": int(target), "runs": len(g),
+               "digit-like": f"{int((g['hits'] >= min_hits).sum())} of {len(g)}",
+               "median bag AUC": float(g["bag_auc"].median())}
+        row.update({f"evidence AUC: {name}": float(g[col].mean()) for col, name in EVIDENCE_COLUMNS.items()
+                    if col in g})
+        rows.append(row)
+    return pd.DataFrame(rows).set_index(["model", "target"])

@@ -24,6 +24,7 @@ __all__ = [
     "ranking_verdict",
     "ladder_verdict",
     "comparison_verdict",
+    "ingredient_verdict",
     "unit_test_verdict",
     "to_html",
     "show_verdict",
@@ -400,6 +401,30 @@ def comparison_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = 
             + (f" ({', '.join(at_or_above)})" if at_or_above else "") + ","
             + f" within {margin:.2f} below it on {len(within)}" + (f" ({', '.join(within)})" if within else "")
             + f", and further below on {len(below)}" + (f": {', '.join(below)}" if below else "") + "."]
+    return " ".join(text)
+
+
+def ingredient_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None) -> str:
+    """One or two sentences from :func:`~minitorch_proto.book.ranking.recommended_ablation_table`.
+
+    Rows whose label starts with "-" take an ingredient out: they are listed from the costliest
+    (most negative mean paired difference) with the data sets where taking it out *helped*; the
+    other rows (changes and additions) follow with their mean difference.
+    """
+    name = lambda d: (display or {}).get(d, d)  # noqa: E731
+    diff = table.attrs["diff"]
+    mean = diff.mean(axis=1).sort_values()
+    removals = [r for r in mean.index if r.startswith("-")]
+    others = [r for r in mean.index if not r.startswith("-")]
+    parts = []
+    for r in removals:
+        helped = [name(d) for d, v in diff.loc[r].items() if v > 0]
+        parts.append(f"'{r.lstrip('- ')}' {mean[r]:+.3f}" + (f" (taking it out helped on {', '.join(helped)})"
+                                                               if helped else ""))
+    text = [f"Taking one ingredient out of the shipped recipe changes the mean accuracy over the {diff.shape[1]} "
+            f"benchmarks by: " + "; ".join(parts) + "."] if parts else []
+    if others:
+        text.append("Other changes: " + "; ".join(f"'{r}' {mean[r]:+.3f}" for r in others) + ".")
     return " ".join(text)
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -312,27 +313,35 @@ def common_budget_gains(results: pd.DataFrame, *, metric: str = "accuracy") -> p
     return table.rename(columns=DATASET_NAMES)
 
 
-def leave_one_dataset_out(scores: pd.DataFrame) -> pd.DataFrame:
+def leave_one_dataset_out(scores: pd.DataFrame, development: Sequence[str] = ()) -> pd.DataFrame:
     """For each data set, the candidate chosen on the *other* data sets only.
 
     Parameters
     ----------
     scores : DataFrame, one row per candidate (index), one column per data set; higher is better
         (e.g. mean cross-validated AUC).
+    development : names of columns of ``scores`` that are development sets only (e.g.
+        MNIST-bags): they take part in every choice, are never held out and get no row.
 
     Returns
     -------
     DataFrame with one row per held-out data set: ``held_out``, ``chosen`` (the candidate with the
-    best mean score over the other columns; ties: the first in ``scores``' order) and ``score``
-    (the chosen candidate's score on the held-out set). The held-out column takes no part in its
-    own choice, so the number reported for a data set comes from a choice that never saw it.
+    best mean score over the other columns, every column weighing the same; ties: the first in
+    ``scores``' order) and ``score`` (the chosen candidate's score on the held-out set). The
+    held-out column takes no part in its own choice, so the number reported for a data set comes
+    from a choice that never saw it.
     """
-    if scores.shape[1] < 2:
-        raise ValueError("leave-one-data-set-out needs at least two data sets (columns).")
+    development = list(development)
+    missing = [d for d in development if d not in scores.columns]
+    if missing:
+        raise ValueError(f"development sets {missing} are not columns of the scores.")
+    held_out = [c for c in scores.columns if c not in development]
+    if scores.shape[1] < 2 or not held_out:
+        raise ValueError("leave-one-data-set-out needs at least two data sets (columns), one of them no "
+                         "development set.")
     rows = []
-    for held in scores.columns:
+    for held in held_out:
         others = scores.drop(columns=held).mean(axis=1)
         chosen = others.index[int(np.argmax(others.to_numpy()))]
         rows.append({"held_out": held, "chosen": chosen, "score": float(scores.loc[chosen, held])})
     return pd.DataFrame(rows)
-

@@ -1,0 +1,107 @@
+"""What each ingredient of the recommended model is worth: take one out at a time (issue 27).
+
+Every row is the shipped recipe (``convex_head.RECOMMENDED``) with one ingredient removed or
+changed, cross-validated 5 x 10 on the five benchmarks with the book's folds, so each row pairs
+fold by fold with the shipped one. Two rows are not run here but read from the frozen candidates
+table (same folds, same code path): the shipped recipe itself ("cosine, D128") and its Euclidean
+twin ("D128, layer norm"). Two rows spend more than the shipped recipe, 256 prototypes and a
+3-seed ensemble, to say what the time target left on the table.
+
+The rows were written after the shipped recipe was chosen and change nothing about it: they
+measure, they do not choose.
+
+    MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/recommended_ablation.py --out benchmarks/out/ablation
+    python benchmarks/recommended_ablation.py --out benchmarks/out/ablation --rows none --freeze
+
+Rows already in ``--out``/results.csv are kept (a stopped run resumes); ``--freeze`` stores the
+run rows plus the two frozen candidate rows as the book's frozen table ``recommended_ablation``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+from pathlib import Path
+
+import pandas as pd
+
+from minitorch_proto import PrototypeMILClassifier, cross_validate, load_benchmark, stratified_folds
+from minitorch_proto.convex_head import RECOMMENDED
+
+DATASETS = ("musk1", "musk2", "fox", "tiger", "elephant")
+SHIPPED = "shipped recipe"
+#: Rows read from the frozen table recommended_candidates: (row label, candidate label there).
+FROM_CANDIDATES = {SHIPPED: "cosine, D128", "- cosine (Euclidean, as the paper)": "D128, layer norm"}
+#: Rows run here, each a set of overrides of RECOMMENDED.
+ROWS = {
+    "- push (prototypes left where training put them)": {"push": False},
+    "- push - convex head (the trained network as it is)": {"push": False, "head": "gradient"},
+    "- k-means++ start (the paper's random normal start)": {"init": "normal"},
+    "- mean and max pooling (min only, as the paper)": {"pooling": ("min",)},
+    "- layer norm": {"layer_norm": False},
+    "D = 32 instead of 128": {"n_prototypes": 32},
+    "D = 256 instead of 128": {"n_prototypes": 256},
+    "+ 3-seed ensemble (not shipped: about 3 x the time)": {"n_seeds": 3},
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="benchmarks/out/ablation")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+    parser.add_argument("--rows", nargs="*", default=list(ROWS), metavar="LABEL",
+                        help="rows to run (default all; none: only tabulate / freeze what --out holds)")
+    parser.add_argument("--freeze", action="store_true", help="write the frozen table recommended_ablation")
+    args = parser.parse_args()
+    unknown = [r for r in args.rows if r not in ROWS]
+    if unknown:
+        parser.error(f"unknown rows {unknown}; known: {list(ROWS)}")
+    warnings.filterwarnings("ignore")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    csv, meta = out / "results.csv", out / "ablation.json"
+    results = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=["dataset", "method"])
+    walls = json.loads(meta.read_text())["wall_seconds"] if meta.exists() else {}
+    for label in args.rows:
+        for name in args.datasets:
+            if ((results["dataset"] == name) & (results["method"] == label)).any():
+                continue  # resumed: this one is done
+            d = load_benchmark(name)
+            folds = stratified_folds(d.y, args.repeats, 10, random_state=0)
+            t0 = time.perf_counter()
+            rows = cross_validate(PrototypeMILClassifier(**{**RECOMMENDED, **ROWS[label]}), d.bags, d.y, folds,
+                                  dataset=name, method=label)
+            walls[f"{name}|{label}"] = round(time.perf_counter() - t0, 1)
+            results = pd.concat([results, rows], ignore_index=True)
+            # Written after every (data set, row): a stopped run loses at most one cross-validation.
+            tmp = csv.with_suffix(".tmp")
+            results.to_csv(tmp, index=False)
+            tmp.replace(csv)
+            meta.write_text(json.dumps({"wall_seconds": walls}, indent=2))
+            print(f"{name:9s} {label:55s} acc {rows.accuracy.mean():.3f} auc {rows.auc.mean():.3f} "
+                  f"({walls[f'{name}|{label}']:.0f} s)", flush=True)
+    if args.freeze:
+        from minitorch_proto.book.frozen import load_frozen, write_frozen
+
+        cand = load_frozen("recommended_candidates")
+        parts = [cand[cand["method"] == c].assign(method=row) for row, c in FROM_CANDIDATES.items()]
+        table = pd.concat([*parts, results[results["method"].isin(ROWS)]], ignore_index=True)
+        write_frozen(table, "recommended_ablation",
+                     command="MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/recommended_ablation.py "
+                             "--out benchmarks/out/ablation --freeze",
+                     description="per-fold results of 5 x stratified 10-fold CV (the folds of measured_results) of "
+                                 "the shipped recommended recipe with one ingredient removed or changed per row "
+                                 "(benchmarks/recommended_ablation.py); the rows "
+                                 f"{list(FROM_CANDIDATES)} are the frozen recommended_candidates rows "
+                                 f"{list(FROM_CANDIDATES.values())}",
+                     recommended={k: list(v) if isinstance(v, tuple) else v for k, v in RECOMMENDED.items()},
+                     rows={k: {kk: list(vv) if isinstance(vv, tuple) else vv for kk, vv in v.items()}
+                           for k, v in ROWS.items()},
+                     from_candidates=FROM_CANDIDATES, wall_seconds=walls)
+        print("frozen table recommended_ablation written")
+
+
+if __name__ == "__main__":
+    main()
