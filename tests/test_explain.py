@@ -262,7 +262,9 @@ def test_default_unit_test_models_build_the_named_estimators():
 
     models = default_mil_unit_test_models(include_baselines=False)
     assert set(models) == {"prototype (min pooling)", "prototype (min+mean+max)", "prototype (paper defaults)",
-                           "prototype (monotone)"}
+                           "prototype (monotone)", "prototype (recommended)"}
+    recommended = models["prototype (recommended)"](4)
+    assert recommended.get_params() == PrototypeMILClassifier.recommended(random_state=4, device="cpu").get_params()
     assert models["prototype (monotone)"](0).monotone
     assert models["prototype (min pooling)"](3).pooling == ("min",)
     assert models["prototype (min pooling)"](3).random_state == 3

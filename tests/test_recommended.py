@@ -142,7 +142,7 @@ def test_a_development_set_joins_every_choice_and_is_never_reported():
     assert rows.attrs["choices"] == {"musk1": "b", "fox": "b"} and set(rows["dataset"]) == {"musk1", "fox"}
     assert recommended_lodo_rows(folds).attrs["choices"] == {"musk1": "b", "fox": "a"}
     shown = recommended_candidates_table(folds, dev_runs)
-    assert shown.loc["b", "mnist-bags AUC (development)"] == pytest.approx(0.95)
+    assert shown.loc["b", "MNIST-bags AUC (development)"] == pytest.approx(0.95)
     assert shown.loc["b", "chosen for"] == "Musk1, Fox" and shown.loc["a", "chosen for"] == ""
     with pytest.raises(ValueError, match="no score on the development"):
         candidate_scores(folds, dev_runs[dev_runs["method"] == "a"])

@@ -45,6 +45,9 @@ __all__ = ["RANKING_TABLES", "ranking_rows", "one_ranking", "candidate_scores", 
 RANKING_TABLES = ("measured_results", "baseline_common_budget", "ladder_results", "monotone_results",
                   "recommended_candidates", "recommended_candidates_mnist")
 
+#: Display names of the development sets (data sets that take part in choices and are never reported).
+DEVELOPMENT_NAMES = {"mnist-bags": "MNIST-bags"}
+
 
 def candidate_scores(per_fold: pd.DataFrame, development: pd.DataFrame | None = None, *,
                      metric: str = "auc") -> tuple[pd.DataFrame, list[str]]:
@@ -112,7 +115,7 @@ def recommended_candidates_table(per_fold: pd.DataFrame, development: pd.DataFra
     scores = scores[present + dev]
     label = metric.upper() if metric == "auc" else metric
     for d in dev:
-        table[f"{d} {label} (development)"] = scores[d].round(3)
+        table[f"{DEVELOPMENT_NAMES.get(d, d)} {label} (development)"] = scores[d].round(3)
     table[f"mean {label}"] = scores.mean(axis=1).round(3)
     choices = leave_one_dataset_out(scores, development=dev)
     table["chosen for"] = [", ".join(DATASET_NAMES[h] for h, c in zip(choices["held_out"], choices["chosen"]) if c == cand)

@@ -7,6 +7,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..convex_head import RECOMMENDED
 from ..estimator import PrototypeMILClassifier
 from ..utils import EstimatorFactory
 from ..evaluation.mil_unit_tests import run_mil_unit_tests
@@ -57,6 +58,8 @@ def default_mil_unit_test_models(include_baselines: bool = True) -> dict[str, Ca
           it (D = 24, min pooling, layer norm, Table 1 Musk1 rates, batch 1, 100 epochs);
         * ``"prototype (monotone)"``: :data:`UNIT_TEST_MONOTONE_SETTINGS`, the variant that
           respects the standard MIL assumption by construction;
+        * ``"prototype (recommended)"``: ``PrototypeMILClassifier.recommended()`` unchanged (the
+          recipe chosen on the benchmarks, checked here on data it never saw);
         * the baselines, when available.
     """
     models: dict[str, Callable[[int], Any]] = {
@@ -64,6 +67,7 @@ def default_mil_unit_test_models(include_baselines: bool = True) -> dict[str, Ca
         "prototype (min+mean+max)": EstimatorFactory(PrototypeMILClassifier, **dict(UNIT_TEST_MIN_SETTINGS, pooling=("min", "mean", "max"))),
         "prototype (paper defaults)": EstimatorFactory(PrototypeMILClassifier, device="cpu"),
         "prototype (monotone)": EstimatorFactory(PrototypeMILClassifier, **UNIT_TEST_MONOTONE_SETTINGS),
+        "prototype (recommended)": EstimatorFactory(PrototypeMILClassifier, **RECOMMENDED, device="cpu"),
     }
     if include_baselines:
         try:
