@@ -113,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
                                  "seed, the paper's D = 2 model and the recommended model fitted on the same "
                                  "training bags; bag AUC/accuracy on the test bags, the sweep's digit-like test "
                                  "of the evidence prototype, and the instance-level AUC of each evidence score "
-                                 "on the positive test bags (benchmarks/evidence_auc.py)")
+                                 "on the positive test bags (benchmarks/evidence_auc.py)",
+                     k=8, min_hits=6)
     pd.set_option("display.width", 200)
     print(table.round(3).to_string(index=False))
     print()

@@ -142,18 +142,16 @@ def recommended_ablation_table(per_fold: pd.DataFrame, shipped: str = "shipped r
     order = [shipped] + [m for m in dict.fromkeys(final["method"]) if m != shipped]
     present = [d for d in DATASET_NAMES if d in set(final["dataset"])]
     base = final[final["method"] == shipped]
-    cells, diffs, times = {}, {}, {}
-    for row in order:
-        pair = ladder_table(pd.concat([base, final[final["method"] == row]], ignore_index=True)) if row != shipped \
-            else ladder_table(base)
+    own = ladder_table(base).set_index("dataset")
+    cells = {shipped: {d: f"{own.at[d, 'mean']:.3f} ± {own.at[d, 'se']:.3f}" for d in present if d in own.index}}
+    diffs, times = {}, {shipped: 1.0}
+    for row in order[1:]:
+        # Two-rung ladder (shipped, row): its second rung holds the paired per-fold difference.
+        pair = ladder_table(pd.concat([base, final[final["method"] == row]], ignore_index=True))
         pair = pair[pair["step"] == row].set_index("dataset")
-        if row == shipped:
-            cells[row] = {d: f"{pair.at[d, 'mean']:.3f} ± {pair.at[d, 'se']:.3f}" for d in present if d in pair.index}
-        else:
-            cells[row] = {d: f"{pair.at[d, 'diff']:+.3f} ± {pair.at[d, 'diff_se']:.3f}" for d in present
-                          if d in pair.index}
-            diffs[row] = {d: pair.at[d, "diff"] for d in present if d in pair.index}
-        times[row] = pair["seconds"].sum() / ladder_table(base).set_index("dataset").loc[pair.index, "seconds"].sum()
+        cells[row] = {d: f"{pair.at[d, 'diff']:+.3f} ± {pair.at[d, 'diff_se']:.3f}" for d in present if d in pair.index}
+        diffs[row] = {d: pair.at[d, "diff"] for d in present if d in pair.index}
+        times[row] = pair["seconds"].sum() / own.loc[pair.index, "seconds"].sum()
     table = pd.DataFrame.from_dict(cells, orient="index").reindex(columns=present).rename(columns=DATASET_NAMES)
     table.index.name = "recipe"
     diff = pd.DataFrame.from_dict(diffs, orient="index").reindex(columns=present)
