@@ -78,7 +78,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     frames, walls = [], {}
-    for name in args.datasets:
+    for name in args.datasets if args.candidates else ():  # none: only tabulate, no data needed
         d = load_benchmark(name)
         folds = stratified_folds(d.y, args.repeats, 10, random_state=0)
         for label in args.candidates:
