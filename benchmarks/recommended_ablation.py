@@ -95,7 +95,9 @@ def main() -> None:
             theirs = cand[(cand["method"] == c) & cand["dataset"].isin(set(mine["dataset"]))].sort_values(key)
             if len(mine) != len(theirs) or not (mine["accuracy"].to_numpy() == theirs["accuracy"].to_numpy()).all():
                 parser.error(f"row {row!r} does not reproduce the frozen candidate {c!r}; not freezing")
-        table = results[results["method"].isin(ROWS)].reset_index(drop=True)
+        order = {label: i for i, label in enumerate(ROWS)}  # the table's rows in ROWS' order, not the run's
+        table = results[results["method"].isin(ROWS)]
+        table = table.sort_values("method", key=lambda m: m.map(order), kind="stable").reset_index(drop=True)
         write_frozen(table, "recommended_ablation",
                      command="MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/recommended_ablation.py "
                              "--out benchmarks/out/ablation --freeze",

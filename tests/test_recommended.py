@@ -180,7 +180,14 @@ def test_ablation_table_pairs_every_row_with_the_shipped_recipe():
     assert table.loc["- push", "fit time"] == "0.5 x" and table.loc["+ seeds", "fit time"] == "3.0 x"
     fox_noise = noise[(shipped["dataset"] == "fox").to_numpy()].mean()
     assert table.attrs["diff"].loc["+ seeds", "fox"] == pytest.approx(fox_noise)
+    assert table.attrs["diff_se"].loc["- push", "fox"] == 0.0
     text = ingredient_verdict(table, {"musk1": "Musk1", "fox": "Fox"})
-    assert "'push' -0.015 (taking it out helped on Fox)" in text and "'+ seeds'" in text
+    assert "'push' -0.015 (beyond two SE, taking it out hurt on Musk1; helped on Fox)" in text and "'+ seeds'" in text
+    # Noise is not a finding: a removal whose differences stay within two SEs is said to be so.
+    noisy = shipped.assign(method="- noise", accuracy=shipped["accuracy"] + rng.normal(0, 0.03, len(key)))
+    quiet = recommended_ablation_table(pd.concat([shipped, noisy], ignore_index=True))
+    verdict = ingredient_verdict(quiet)
+    d, e = quiet.attrs["diff"].loc["- noise"], quiet.attrs["diff_se"].loc["- noise"]
+    assert ("no data set beyond two SE" in verdict) == bool((d.abs() <= 2 * e).all())
     with pytest.raises(ValueError, match="shipped row"):
         recommended_ablation_table(out)

@@ -132,7 +132,8 @@ def recommended_ablation_table(per_fold: pd.DataFrame, shipped: str = "shipped r
     of the per-fold differences, as :func:`~minitorch_proto.evaluation.ladder.ladder_table`).
     Columns: one per data set (display names), ``mean difference`` (over data sets) and
     ``fit time`` (the row's total fitting seconds over the shipped row's, same folds).
-    ``attrs["diff"]`` holds the numeric differences (rows x data set keys).
+    ``attrs["diff"]`` and ``attrs["diff_se"]`` hold the numeric differences and their standard
+    errors (rows x data set keys).
     """
     from ..evaluation import DATASET_NAMES
 
@@ -144,13 +145,14 @@ def recommended_ablation_table(per_fold: pd.DataFrame, shipped: str = "shipped r
     base = final[final["method"] == shipped]
     own = ladder_table(base).set_index("dataset")
     cells = {shipped: {d: f"{own.at[d, 'mean']:.3f} ± {own.at[d, 'se']:.3f}" for d in present if d in own.index}}
-    diffs, times = {}, {shipped: 1.0}
+    diffs, ses, times = {}, {}, {shipped: 1.0}
     for row in order[1:]:
         # Two-rung ladder (shipped, row): its second rung holds the paired per-fold difference.
         pair = ladder_table(pd.concat([base, final[final["method"] == row]], ignore_index=True))
         pair = pair[pair["step"] == row].set_index("dataset")
         cells[row] = {d: f"{pair.at[d, 'diff']:+.3f} ± {pair.at[d, 'diff_se']:.3f}" for d in present if d in pair.index}
         diffs[row] = {d: pair.at[d, "diff"] for d in present if d in pair.index}
+        ses[row] = {d: pair.at[d, "diff_se"] for d in present if d in pair.index}
         times[row] = pair["seconds"].sum() / own.loc[pair.index, "seconds"].sum()
     table = pd.DataFrame.from_dict(cells, orient="index").reindex(columns=present).rename(columns=DATASET_NAMES)
     table.index.name = "recipe"
@@ -158,6 +160,7 @@ def recommended_ablation_table(per_fold: pd.DataFrame, shipped: str = "shipped r
     table["mean difference"] = [""] + [f"{v:+.3f}" for v in diff.mean(axis=1)]
     table["fit time"] = [f"{times[r]:.1f} x" for r in order]
     table.attrs["diff"] = diff
+    table.attrs["diff_se"] = pd.DataFrame.from_dict(ses, orient="index").reindex(columns=present)
     return table
 
 

@@ -408,19 +408,26 @@ def ingredient_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = 
     """One or two sentences from :func:`~minitorch_proto.book.ranking.recommended_ablation_table`.
 
     Rows whose label starts with "-" take an ingredient out: they are listed from the costliest
-    (most negative mean paired difference) with the data sets where taking it out *helped*; the
-    other rows (changes and additions) follow with their mean difference.
+    (most negative mean paired difference), each with the data sets where taking it out clearly
+    hurt or clearly helped (a paired difference beyond two of its standard errors, from
+    ``attrs["diff_se"]``; smaller ones are not told apart from noise). The other rows (changes and
+    additions) follow with their mean difference.
     """
     name = lambda d: (display or {}).get(d, d)  # noqa: E731
-    diff = table.attrs["diff"]
+    diff, se = table.attrs["diff"], table.attrs["diff_se"]
     mean = diff.mean(axis=1).sort_values()
     removals = [r for r in mean.index if r.startswith("-")]
     others = [r for r in mean.index if not r.startswith("-")]
+
+    def clearly(r: str, sign: int) -> list[str]:
+        return [name(d) for d, v in diff.loc[r].items() if sign * v > 2 * se.at[r, d]]
+
     parts = []
     for r in removals:
-        helped = [name(d) for d, v in diff.loc[r].items() if v > 0]
-        parts.append(f"'{r.lstrip('- ')}' {mean[r]:+.3f}" + (f" (taking it out helped on {', '.join(helped)})"
-                                                               if helped else ""))
+        said = [f"{verb} on {', '.join(sets)}" for verb, sets in (("hurt", clearly(r, -1)), ("helped", clearly(r, 1)))
+                if sets]
+        where = f"beyond two SE, taking it out {'; '.join(said)}" if said else "no data set beyond two SE"
+        parts.append(f"'{r.lstrip('- ')}' {mean[r]:+.3f} ({where})")
     text = [f"Taking one ingredient out of the shipped recipe changes the mean accuracy over the {diff.shape[1]} "
             f"benchmarks by: " + "; ".join(parts) + "."] if parts else []
     if others:
