@@ -146,8 +146,8 @@ def test_evidence_summary_counts_digit_like_runs_and_averages_per_model_and_targ
                          "removal_bag": [0.1, 0.2, 0.3, 0.4, 0.6, 0.5]})
     s = mnist_evidence_summary(rows)
     assert list(s.index) == [("a", 9), ("b", 9), ("a", 5)]
-    assert s.loc[("a", 9), "digit-like"] == "2 of 3" and s.loc[("b", 9), "digit-like"] == "1 of 2"
-    assert s.loc[("a", 9), "median bag AUC"] == pytest.approx(0.8)
-    assert s.loc[("b", 9), "evidence AUC: Shapley split"] == pytest.approx(0.6)
-    assert s.loc[("a", 9), "evidence AUC: removal"] == pytest.approx(0.2)
-    assert "evidence AUC: instance alone" not in s.columns  # only the scores the rows hold
+    assert s.loc[("a", 9), ("bags", "digit-like")] == "2 of 3" and s.loc[("b", 9), ("bags", "digit-like")] == "1 of 2"
+    assert s.loc[("a", 9), ("bags", "median AUC")] == pytest.approx(0.8)
+    assert s.loc[("b", 9), ("evidence AUC", "Shapley split")] == pytest.approx(0.6)
+    assert s.loc[("a", 9), ("evidence AUC", "removal")] == pytest.approx(0.2)
+    assert ("evidence AUC", "instance alone") not in s.columns  # only the scores the rows hold

@@ -512,17 +512,22 @@ def mnist_evidence_summary(table: pd.DataFrame, min_hits: int = 6) -> pd.DataFra
     """Per model and target, the sweep's criteria and the evidence AUCs (``benchmarks/evidence_auc.py`` rows).
 
     ``table`` has one row per (model, target, seed) with ``bag_auc``, ``hits`` and the per-bag
-    evidence AUCs of :data:`EVIDENCE_COLUMNS`. Returns one row per (model, target): ``runs``,
-    ``digit-like`` ("k of n": evidence prototype with at least ``min_hits`` target digits among
-    its nearest training digits), ``median bag AUC`` and, per evidence score, the mean over runs
-    of the per-bag instance AUC on the positive test bags ("evidence AUC: ...").
+    evidence AUCs of :data:`EVIDENCE_COLUMNS`. Returns one row per (model, target) and two groups
+    of columns: ``("bags", "digit-like")`` ("k of n": runs whose evidence prototype has at least
+    ``min_hits`` target digits among its nearest training digits) and ``("bags", "median AUC")``;
+    then ``("evidence AUC", <score>)`` per evidence score present, the mean over runs of the
+    per-bag instance AUC on the positive test bags.
     """
     rows = []
     for (model, target), g in table.groupby(["model", "target"], sort=False):
-        row = {"model": model, "target": int(target), "runs": len(g),
-               "digit-like": f"{int((g['hits'] >= min_hits).sum())} of {len(g)}",
-               "median bag AUC": float(g["bag_auc"].median())}
-        row.update({f"evidence AUC: {name}": float(g[col].mean()) for col, name in EVIDENCE_COLUMNS.items()
+        row = {("", "model"): model, ("", "target"): int(target),
+               ("bags", "digit-like"): f"{int((g['hits'] >= min_hits).sum())} of {len(g)}",
+               ("bags", "median AUC"): float(g["bag_auc"].median())}
+        row.update({("evidence AUC", name): float(g[col].mean()) for col, name in EVIDENCE_COLUMNS.items()
                     if col in g})
         rows.append(row)
-    return pd.DataFrame(rows).set_index(["model", "target"])
+    out = pd.DataFrame(rows)
+    out.columns = pd.MultiIndex.from_tuples(out.columns)
+    out = out.set_index([("", "model"), ("", "target")])
+    out.index.names = ["model", "target"]
+    return out

@@ -130,8 +130,8 @@ def recommended_ablation_table(per_fold: pd.DataFrame, shipped: str = "shipped r
     ``recommended_ablation``). The ``shipped`` row shows "accuracy ± SE" per data set; every other
     row shows its paired accuracy difference to it, "difference ± SE" (SE over repetition means
     of the per-fold differences, as :func:`~minitorch_proto.evaluation.ladder.ladder_table`).
-    Columns: one per data set (display names), ``mean difference`` (over data sets) and
-    ``fit time`` (the row's total fitting seconds over the shipped row's, same folds).
+    Columns: one per data set (display names), ``mean`` (the mean difference over data sets) and
+    ``time`` (the row's total fitting seconds over the shipped row's, same folds).
     ``attrs["diff"]`` and ``attrs["diff_se"]`` hold the numeric differences and their standard
     errors (rows x data set keys).
     """
@@ -157,8 +157,8 @@ def recommended_ablation_table(per_fold: pd.DataFrame, shipped: str = "shipped r
     table = pd.DataFrame.from_dict(cells, orient="index").reindex(columns=present).rename(columns=DATASET_NAMES)
     table.index.name = "recipe"
     diff = pd.DataFrame.from_dict(diffs, orient="index").reindex(columns=present)
-    table["mean difference"] = [""] + [f"{v:+.3f}" for v in diff.mean(axis=1)]
-    table["fit time"] = [f"{times[r]:.1f} x" for r in order]
+    table["mean"] = [""] + [f"{v:+.3f}" for v in diff.mean(axis=1)]
+    table["time"] = [f"{times[r]:.1f} x" for r in order]
     table.attrs["diff"] = diff
     table.attrs["diff_se"] = pd.DataFrame.from_dict(ses, orient="index").reindex(columns=present)
     return table

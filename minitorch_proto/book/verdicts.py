@@ -411,9 +411,11 @@ def ingredient_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = 
     (most negative mean paired difference), each with the data sets where taking it out clearly
     hurt or clearly helped (a paired difference beyond two of its standard errors, from
     ``attrs["diff_se"]``; smaller ones are not told apart from noise). The other rows (changes and
-    additions) follow with their mean difference.
+    additions) follow with their mean difference. Rows are named by their label up to its first
+    bracket ("- push (prototypes left ...)" is "push").
     """
     name = lambda d: (display or {}).get(d, d)  # noqa: E731
+    short = lambda r: r.lstrip("- ").split(" (")[0]  # noqa: E731
     diff, se = table.attrs["diff"], table.attrs["diff_se"]
     mean = diff.mean(axis=1).sort_values()
     removals = [r for r in mean.index if r.startswith("-")]
@@ -424,14 +426,14 @@ def ingredient_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = 
 
     parts = []
     for r in removals:
-        said = [f"{verb} on {', '.join(sets)}" for verb, sets in (("hurt", clearly(r, -1)), ("helped", clearly(r, 1)))
+        said = [f"{verb} {', '.join(sets)}" for verb, sets in (("hurt", clearly(r, -1)), ("helped", clearly(r, 1)))
                 if sets]
-        where = f"beyond two SE, taking it out {'; '.join(said)}" if said else "no data set beyond two SE"
-        parts.append(f"'{r.lstrip('- ')}' {mean[r]:+.3f} ({where})")
+        parts.append(f"'{short(r)}' {mean[r]:+.3f} ({'; '.join(said) if said else 'nowhere beyond two SE'})")
     text = [f"Taking one ingredient out of the shipped recipe changes the mean accuracy over the {diff.shape[1]} "
-            f"benchmarks by: " + "; ".join(parts) + "."] if parts else []
+            f"benchmarks by (in brackets, where taking it out hurt or helped by more than two SE): "
+            + "; ".join(parts) + "."] if parts else []
     if others:
-        text.append("Other changes: " + "; ".join(f"'{r}' {mean[r]:+.3f}" for r in others) + ".")
+        text.append("Other changes: " + "; ".join(f"'{short(r)}' {mean[r]:+.3f}" for r in others) + ".")
     return " ".join(text)
 
 
