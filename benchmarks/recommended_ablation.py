@@ -56,7 +56,13 @@ WRAPPED = {
     "distance chosen on 3 inner folds (cosine or Euclidean)": dict(
         grid=({"distance": "cosine"}, {"distance": "euclidean"}), inner_folds=3, scoring="auc"),
 }
-ROWS.update({label: {} for label in WRAPPED})
+#: Every row label, in the table's order.
+LABELS = [*ROWS, *WRAPPED]
+
+
+def _jsonable(settings: dict) -> dict:
+    """Settings as JSON can hold them (tuples as lists)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()}
 
 
 def make_row(label: str):
@@ -71,13 +77,13 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/out/ablation")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
-    parser.add_argument("--rows", nargs="*", default=list(ROWS), metavar="LABEL",
+    parser.add_argument("--rows", nargs="*", default=LABELS, metavar="LABEL",
                         help="rows to run (default all; with no label: only freeze what --out holds)")
     parser.add_argument("--freeze", action="store_true", help="write the frozen table recommended_ablation")
     args = parser.parse_args()
-    unknown = [r for r in args.rows if r not in ROWS]
+    unknown = [r for r in args.rows if r not in LABELS]
     if unknown:
-        parser.error(f"unknown rows {unknown}; known: {list(ROWS)}")
+        parser.error(f"unknown rows {unknown}; known: {LABELS}")
     warnings.filterwarnings("ignore")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -111,8 +117,8 @@ def main() -> None:
             theirs = cand[(cand["method"] == c) & cand["dataset"].isin(set(mine["dataset"]))].sort_values(key)
             if len(mine) != len(theirs) or not (mine["accuracy"].to_numpy() == theirs["accuracy"].to_numpy()).all():
                 parser.error(f"row {row!r} does not reproduce the frozen candidate {c!r}; not freezing")
-        order = {label: i for i, label in enumerate(ROWS)}  # the table's rows in ROWS' order, not the run's
-        table = results[results["method"].isin(ROWS)]
+        order = {label: i for i, label in enumerate(LABELS)}  # the table's rows in LABELS' order, not the run's
+        table = results[results["method"].isin(LABELS)]
         table = table.sort_values("method", key=lambda m: m.map(order), kind="stable").reset_index(drop=True)
         write_frozen(table, "recommended_ablation",
                      command="MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/recommended_ablation.py "
@@ -122,11 +128,8 @@ def main() -> None:
                                  "changed per row (benchmarks/recommended_ablation.py); the rows "
                                  f"{list(FROM_CANDIDATES)} reproduce the frozen recommended_candidates rows "
                                  f"{list(FROM_CANDIDATES.values())} fold for fold",
-                     recommended={k: list(v) if isinstance(v, tuple) else v for k, v in RECOMMENDED.items()},
-                     rows={k: {kk: list(vv) if isinstance(vv, tuple) else vv for kk, vv in v.items()}
-                           for k, v in ROWS.items() if k not in WRAPPED},
-                     wrapped={k: {kk: list(vv) if isinstance(vv, tuple) else vv for kk, vv in v.items()}
-                              for k, v in WRAPPED.items()},
+                     recommended=_jsonable(RECOMMENDED), rows={k: _jsonable(v) for k, v in ROWS.items()},
+                     wrapped={k: _jsonable(v) for k, v in WRAPPED.items()},
                      reproduces=FROM_CANDIDATES, wall_seconds=walls)
         print("frozen table recommended_ablation written")
 
