@@ -150,14 +150,14 @@ def main() -> None:
 
         write_frozen(results, "recommended_candidates",
                      command="MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/recommended_lodo.py "
-                             "--out benchmarks/out/lodo --freeze (round 1, then --candidates for round 2)",
+                             "--out benchmarks/out/lodo --freeze (round 1, then --candidates for rounds 2 and 3)",
                      description=f"per-fold results of 5 x stratified 10-fold CV (the folds of measured_results) of "
                                  f"{len(set(results['method']))} candidate recipes of the recommended prototype model "
                                  f"(benchmarks/recommended_lodo.py: ROUND_1 fixed before any run, ROUND_2 written "
-                                 f"after round 1 was seen)",
+                                 f"after round 1 was seen, ROUND_3 after rounds 1-2 and the ablation)",
                      choices=dict(zip(lodo["held out"], lodo["chosen on the others"])), shipped=shipped,
                      base={k: list(v) if isinstance(v, tuple) else v for k, v in BASE.items()},
-                     candidates=CANDIDATES, round_2=list(ROUND_2),
+                     candidates=CANDIDATES, round_2=list(ROUND_2), round_3=list(ROUND_3),
                      wall_seconds={f"{k[0]}|{k[1]}": round(v, 1) for k, v in walls.items()})
         print("frozen table recommended_candidates written")
 

@@ -220,9 +220,9 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         """The recommended model: prototypes started on and pushed onto real instances, a convex head.
 
         One recipe for every data set (:data:`~minitorch_proto.convex_head.RECOMMENDED`):
-        128 k-means++ prototypes from the training instances, cosine distance, min/mean/max
+        1,024 k-means++ prototypes from the training instances, cosine distance, min/mean/max
         pooling, a short training, each prototype pushed onto its nearest training instance
-        (nearest in the cosine distance), and an L2
+        (nearest in the cosine distance), and an L1 (sparse)
         logistic head whose strength is chosen on inner folds. ``overrides`` are ordinary
         parameters; the result is an ordinary estimator (``clone``, ``save``/``load`` work).
         """
