@@ -6,8 +6,8 @@ two models are fitted on the same training bags:
 
 * ``paper D=2 min``: the page's model (``book.MNIST_DEFAULTS``: two prototypes, min pooling,
   cosine distance, no layer norm, discriminative start);
-* ``recommended``: ``PrototypeMILClassifier.recommended()`` (D = 128, min/mean/max pooling,
-  layer norm, pushed prototypes, logistic head).
+* ``recommended``: ``PrototypeMILClassifier.recommended()`` (D = 1,024, min/mean/max pooling,
+  layer norm, pushed prototypes, L1 logistic head).
 
 On the positive test bags, the instance-level ROC AUC of "is the target digit" for four scores
 (``minitorch_proto.evaluation.evidence_auc``): ``share`` (``explain_bag``, measured from
