@@ -112,7 +112,11 @@ def main() -> None:
         results = pd.concat([earlier[keep], results], ignore_index=True)
     if (out / "lodo.json").exists():
         earlier_walls = json.loads((out / "lodo.json").read_text()).get("wall_seconds", {})
-        walls = {**{tuple(k.split("|", 1)): v for k, v in earlier_walls.items()}, **walls}
+    else:  # a fresh --out seeded with the frozen rows: keep the frozen candidates' wall times too
+        from minitorch_proto.book.frozen import provenance
+
+        earlier_walls = provenance("recommended_candidates").get("wall_seconds", {})
+    walls = {**{tuple(k.split("|", 1)): v for k, v in earlier_walls.items()}, **walls}
     args.datasets = [d for d in DATASETS if d in set(results["dataset"])]
     results.to_csv(out / "results.csv", index=False)
     summ = summarize(results)
