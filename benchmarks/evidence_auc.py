@@ -25,13 +25,13 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 
 from minitorch_proto import PrototypeMILClassifier
 from minitorch_proto.book import evidence_prototype_hits, run_mnist_experiment
-from minitorch_proto.evaluation import EVIDENCE_METHODS, binary_auc, evidence_auc, evidence_reference
+from minitorch_proto.evaluation import EVIDENCE_METHODS, evidence_auc, evidence_reference
+from minitorch_proto.evaluation.metrics import scores_from_proba
 
 
 #: The digit-like test of every row: at least MIN_HITS of the evidence prototype's K nearest training digits
@@ -41,13 +41,13 @@ K, MIN_HITS = 8, 6
 
 def _measure(name, clf, train, test, seed, target, fit_seconds, k: int = K, min_hits: int = MIN_HITS) -> dict:
     ref = evidence_reference(clf, train.bags)
-    proba = clf.predict_proba(test.bags)[:, 1]
+    accuracy, auc = scores_from_proba((test.y == 1).astype(int), clf.predict_proba(test.bags))
     # The sweep's digit-like test (book.mnist_seed_sweep): the prototype with the most negative min-pooling
     # coefficient, and how many of its k nearest training digits are the target.
     ev, _, digits = evidence_prototype_hits(clf, train.bags, train.info["digits"], k)
     hits = sum(d == int(target) for d in digits)
-    row = {"model": name, "target": target, "seed": seed, "bag_auc": binary_auc(test.y == 1, proba),
-           "bag_accuracy": float(np.mean((proba >= 0.5) == (test.y == 1))), "evidence_prototype": ev + 1,
+    row = {"model": name, "target": target, "seed": seed, "bag_auc": auc,
+           "bag_accuracy": accuracy, "evidence_prototype": ev + 1,
            "hits": hits, "digit_like": hits >= min_hits}
     for method in EVIDENCE_METHODS:
         for average in ("pooled", "bag"):

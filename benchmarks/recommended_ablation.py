@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from recommended_lodo import jsonable  # this folder is on sys.path
 from minitorch_proto import PrototypeMILClassifier, cross_validate, load_benchmark, stratified_folds
 from minitorch_proto.convex_head import RECOMMENDED
 from minitorch_proto.meta_estimators import InnerCVSelection
@@ -63,11 +64,6 @@ WRAPPED = {
 }
 #: Every row label, in the table's order.
 LABELS = [*ROWS, *WRAPPED]
-
-
-def _jsonable(settings: dict) -> dict:
-    """Settings as JSON can hold them (tuples as lists)."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()}
 
 
 def make_row(label: str):
@@ -133,8 +129,8 @@ def main() -> None:
                                  "changed per row (benchmarks/recommended_ablation.py); the rows "
                                  f"{list(FROM_CANDIDATES)} reproduce the frozen recommended_candidates rows "
                                  f"{list(FROM_CANDIDATES.values())} fold for fold",
-                     recommended=_jsonable(ABLATED), rows={k: _jsonable(v) for k, v in ROWS.items()},
-                     wrapped={k: _jsonable(v) for k, v in WRAPPED.items()},
+                     recommended=jsonable(ABLATED), rows={k: jsonable(v) for k, v in ROWS.items()},
+                     wrapped={k: jsonable(v) for k, v in WRAPPED.items()},
                      reproduces=FROM_CANDIDATES, wall_seconds=walls)
         print("frozen table recommended_ablation written")
 

@@ -73,6 +73,11 @@ ROUND_3 = {
 CANDIDATES = {**ROUND_1, **ROUND_2, **ROUND_3}
 
 
+def jsonable(settings: dict) -> dict:
+    """Settings as JSON can hold them (tuples as lists)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/out/lodo")
@@ -146,7 +151,7 @@ def main() -> None:
           f"recipe chosen on all: {shipped!r}")
     (out / "lodo.json").write_text(json.dumps({"lodo": rows, "shipped": shipped,
                                                "wall_seconds": {f"{k[0]}|{k[1]}": v for k, v in walls.items()},
-                                               "base": {k: list(v) if isinstance(v, tuple) else v for k, v in BASE.items()},
+                                               "base": jsonable(BASE),
                                                "candidates": CANDIDATES},
                                               indent=2, default=float))
     if args.freeze:
@@ -160,7 +165,7 @@ def main() -> None:
                                  f"(benchmarks/recommended_lodo.py: ROUND_1 fixed before any run, ROUND_2 written "
                                  f"after round 1 was seen, ROUND_3 after rounds 1-2 and the ablation)",
                      choices=dict(zip(lodo["held out"], lodo["chosen on the others"])), shipped=shipped,
-                     base={k: list(v) if isinstance(v, tuple) else v for k, v in BASE.items()},
+                     base=jsonable(BASE),
                      candidates=CANDIDATES, round_2=list(ROUND_2), round_3=list(ROUND_3),
                      wall_seconds={f"{k[0]}|{k[1]}": round(v, 1) for k, v in walls.items()})
         print("frozen table recommended_candidates written")

@@ -24,7 +24,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -32,7 +31,7 @@ from recommended_lodo import BASE, CANDIDATES  # the same candidates (this folde
 from minitorch_proto import PrototypeMILClassifier
 from minitorch_proto.book import MNIST_TUNING_SEEDS
 from minitorch_proto.data.mnist_bags import make_mnist_bags
-from minitorch_proto.evaluation.metrics import binary_auc
+from minitorch_proto.evaluation.metrics import scores_from_proba
 
 
 def score(label: str, target: int, seed: int) -> dict:
@@ -46,9 +45,8 @@ def score(label: str, target: int, seed: int) -> dict:
         clf = PrototypeMILClassifier(**{**BASE, **CANDIDATES[label]}, random_state=seed, device="cpu")
         clf.fit(train.bags, train.y)
         seconds = time.perf_counter() - t0
-    proba = clf.predict_proba(test.bags)[:, 1]
-    return {"dataset": "mnist-bags", "method": label, "target": target, "seed": seed,
-            "auc": binary_auc(test.y == 1, proba), "accuracy": float(np.mean((proba >= 0.5) == (test.y == 1))),
+    accuracy, auc = scores_from_proba((test.y == 1).astype(int), clf.predict_proba(test.bags))
+    return {"dataset": "mnist-bags", "method": label, "target": target, "seed": seed, "auc": auc, "accuracy": accuracy,
             "fit_seconds": seconds, "image_source": train.info["image_source"]}
 
 
