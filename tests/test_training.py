@@ -38,6 +38,12 @@ CASES = {
         PrototypeMILConfig(n_prototypes=3, distance="cosine", pooling=("max", "mean"), weight_penalty="l2",
                            layer_norm=False),
         TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=2e-2), "none"),
+    # The recommended model's training: the cosine mean-pooling gradient takes the compiled kernel's
+    # shortcut through the bag's sum of unit instances.
+    "cosine, min+mean+max, k-means++, minibatch": (
+        PrototypeMILConfig(n_prototypes=6, distance="cosine", pooling=("min", "mean", "max"), init="kmeans++",
+                           lambda_p=0.0, lambda_d=1e-2),
+        TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=2e-2, batch_size=4), "feature"),
     "sqeuclidean, mean only (extra min block penalised), no bias": (
         PrototypeMILConfig(n_prototypes=4, distance="sqeuclidean", pooling=("mean",), bias=False),
         TrainConfig(epochs=3, lr_prototypes=1e-2, lr_classifier=2e-2), "feature"),
