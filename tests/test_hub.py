@@ -99,12 +99,15 @@ def test_cross_validate_is_the_only_public_cross_validation():
     assert inspect.signature(cross_validate).parameters.keys() >= {"estimator", "bags", "y", "folds"}
 
 
-def test_prototype_fit_many_equals_fits_one_by_one_and_shares_the_pool(scaled):
+@pytest.mark.parametrize("refit", [False, True], ids=["gradient head", "push + convex head (threaded refits)"])
+def test_prototype_fit_many_equals_fits_one_by_one_and_shares_the_pool(scaled, refit):
     from minitorch_proto import PrototypeMILClassifier
 
     bags, y = scaled
     folds = stratified_folds(y, 1, 3, random_state=4)
     est = PrototypeMILClassifier(n_prototypes=4, epochs=3, lr_prototypes=1e-2, lr_classifier=1e-2, device="cpu")
+    if refit:
+        est.set_params(init="kmeans++", distance="cosine", push=True, head="logistic", head_penalty="l1")
     # Learning rates may differ inside one batched program; the copies still equal single fits.
     copies = [clone(est).set_params(random_state=f.seed, lr_classifier=lr)
               for f, lr in zip(folds, (1e-2, 2e-2, 5e-3))]
@@ -115,6 +118,9 @@ def test_prototype_fit_many_equals_fits_one_by_one_and_shares_the_pool(scaled):
         test = [bags[i] for i in f.test]
         np.testing.assert_allclose(c.predict_proba(test), alone.predict_proba(test), atol=1e-6)
         assert c.standardizer_.mean_ == pytest.approx(alone.standardizer_.mean_)
+        if refit:
+            np.testing.assert_array_equal(c.prototype_sources_, alone.prototype_sources_)
+            assert c.head_C_ == alone.head_C_
     with pytest.raises(ValueError, match="one random state per training set"):
         est.fit_many(sets)
 
