@@ -14,7 +14,8 @@ user can ``fit`` on raw bags.
   probabilities averaged.
 * :class:`InnerCVSelection` - each candidate of a fixed grid scored on stratified
   inner splits of the training bags only (mean accuracy, ties by AUC, then grid
-  order), the winner refitted on all of them, optionally as a seed ensemble.
+  order), the winner (or the mean of the ``top_k`` best) refitted on all of them,
+  optionally as a seed ensemble.
 
 Each has ``fit_many(train_sets, random_states)``, which fits one copy per training
 set and trains the neural members of all of them together
@@ -207,22 +208,32 @@ class InnerCVSelection(_Wrapper):
     grid order). The winner is refitted on all the bags, as a seed ensemble of
     ``n_seeds`` members. Nothing outside the bags given to ``fit`` is seen.
 
+    With ``top_k > 1`` nothing is picked: the ``top_k`` best candidates (in the same
+    order) are each refitted as the winner would be, and their class probabilities
+    averaged. Picking one of many candidates on a few inner folds of small bag sets
+    rewards the luckiest split (Cawley & Talbot, JMLR 2010); an average of the best few
+    is less sensitive to which candidate the noise put first.
+
     Attributes
     ----------
-    best_params_ : dict, the chosen candidate
+    best_params_ : dict, the best candidate
+    selected_params_ : list of dict, the ``top_k`` candidates averaged, best first
     inner_scores_ : ndarray (n_candidates, 2), mean inner accuracy and AUC
-    best_score_ : float, the winner's mean inner score under ``scoring``
-    best_estimator_ : the refitted :class:`SeedEnsemble` (or the single model)
+    best_score_ : float, the best candidate's mean inner score under ``scoring``
+    estimators_ : the refitted selected candidates, best first (each a :class:`SeedEnsemble`
+        or the single model)
+    best_estimator_ : ``estimators_[0]``
     """
 
     def __init__(self, estimator: BaseEstimator, grid: Sequence[Mapping[str, Any]] = (), inner_folds: int = 3,
-                 n_seeds: int = 1, random_state: int = 0, scoring: str = "accuracy") -> None:
+                 n_seeds: int = 1, random_state: int = 0, scoring: str = "accuracy", top_k: int = 1) -> None:
         self.estimator = estimator
         self.grid = grid
         self.inner_folds = inner_folds
         self.n_seeds = n_seeds
         self.random_state = random_state
         self.scoring = scoring
+        self.top_k = top_k
 
     def fit(self, bags, y) -> "InnerCVSelection":
         """Score every candidate on inner splits of ``bags``, then refit the best on all of them."""
@@ -237,6 +248,10 @@ class InnerCVSelection(_Wrapper):
         if self.scoring not in ("accuracy", "auc"):
             raise ValueError(f"scoring must be 'accuracy' or 'auc', got {self.scoring!r}.")
         grid = [dict(c) for c in self.grid] or [{}]
+        top_k = self.top_k
+        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or not 1 <= top_k <= len(grid):
+            raise ValueError(f"top_k must be an integer from 1 to the number of candidates ({len(grid)}), "
+                             f"got {top_k!r}.")
         work, sets, where = [], [], []
         for e_i, (e, (bags, y)) in enumerate(zip(estimators, train_sets)):
             y_enc, _ = check_labels(y, len(bags))
@@ -263,25 +278,29 @@ class InnerCVSelection(_Wrapper):
                 scores[g] += (acc, 0.5 if np.isnan(auc) else auc)
                 by_auc[g] += (acc if np.isnan(auc) else auc) / int(e.inner_folds)
             scores /= int(e.inner_folds)
-            if e.scoring == "auc":
-                best = int(np.argmax(by_auc))  # the first of equals: grid order
-                e.best_score_ = float(by_auc[best])
+            if e.scoring == "auc":  # equals keep grid order
+                ranked = sorted(range(len(grid)), key=lambda g: (-by_auc[g], g))
+                e.best_score_ = float(by_auc[ranked[0]])
             else:
-                best = max(range(len(grid)), key=lambda g: (scores[g, 0], scores[g, 1], -g))
-                e.best_score_ = float(scores[best, 0])
-            e.inner_scores_, e.best_params_ = scores, grid[best]
-            chosen = clone(e.estimator).set_params(**grid[best])
-            final = SeedEnsemble(chosen, int(e.n_seeds), int(e.random_state or 0)) if int(e.n_seeds) > 1 else \
-                with_random_state(chosen, int(e.random_state or 0))
-            finals.append(final)
-        refitted = _fit_all(finals, list(train_sets), n_jobs) if len({type(f) for f in finals}) == 1 else \
-            [f.fit(b, y) for f, (b, y) in zip(finals, train_sets)]
-        for e, f in zip(estimators, refitted):
-            e.best_estimator_ = f
-            e.classes_ = np.asarray(f.classes_)
+                ranked = sorted(range(len(grid)), key=lambda g: (-scores[g, 0], -scores[g, 1], g))
+                e.best_score_ = float(scores[ranked[0], 0])
+            selected = ranked[: int(e.top_k)]
+            e.inner_scores_, e.best_params_ = scores, grid[selected[0]]
+            e.selected_params_ = [grid[g] for g in selected]
+            for g in selected:
+                chosen = clone(e.estimator).set_params(**grid[g])
+                finals.append(SeedEnsemble(chosen, int(e.n_seeds), int(e.random_state or 0)) if int(e.n_seeds) > 1
+                              else with_random_state(chosen, int(e.random_state or 0)))
+        final_sets = [s for e, s in zip(estimators, train_sets) for _ in range(int(e.top_k))]
+        refitted = iter(_fit_all(finals, final_sets, n_jobs) if len({type(f) for f in finals}) == 1 else
+                        [f.fit(b, y) for f, (b, y) in zip(finals, final_sets)])
+        for e in estimators:
+            e.estimators_ = [next(refitted) for _ in range(int(e.top_k))]
+            e.best_estimator_ = e.estimators_[0]
+            e.classes_ = np.asarray(e.best_estimator_.classes_)
         return estimators
 
     def predict_proba(self, bags) -> np.ndarray:
-        """Class probabilities of the refitted best candidate."""
-        check_is_fitted(self, "best_estimator_")
-        return proba_in(self.best_estimator_, bags, self.classes_)
+        """Class probabilities of the refitted best candidate (the mean over the ``top_k`` best)."""
+        check_is_fitted(self, "estimators_")
+        return np.mean([proba_in(m, bags, self.classes_) for m in self.estimators_], axis=0)

@@ -139,6 +139,31 @@ def test_tuned_rates_choose_on_inner_auc_and_refit_the_winner(scaled):
         InnerCVSelection(base, grid, scoring="f1").fit(bags, y)
 
 
+@pytest.mark.parametrize("scoring", ["accuracy", "auc"])
+def test_the_top_k_ensemble_equals_the_average_of_its_members(scaled, scoring):
+    from minitorch_proto import PrototypeMILClassifier
+
+    bags, y = scaled
+    base = PrototypeMILClassifier(n_prototypes=3, epochs=3, lr_prototypes=1e-2, lr_classifier=1e-2, device="cpu")
+    grid = [{"lr_prototypes": r, "lr_classifier": r} for r in (1e-4, 1e-2, 5e-2)]
+    one = InnerCVSelection(base, grid, inner_folds=2, scoring=scoring, random_state=3).fit(bags, y)
+    two = InnerCVSelection(base, grid, inner_folds=2, scoring=scoring, random_state=3, top_k=2).fit(bags, y)
+    # The same inner scores rank the candidates; the best is the one top_k=1 picks.
+    np.testing.assert_array_equal(two.inner_scores_, one.inner_scores_)
+    assert two.selected_params_[0] == one.best_params_ == two.best_params_
+    col = 1 if scoring == "auc" else 0
+    order = sorted(range(3), key=lambda g: (-two.inner_scores_[g, col], g))
+    assert two.selected_params_ == [grid[g] for g in order[:2]]
+    members = [clone(base).set_params(**c, random_state=3).fit(bags, y) for c in two.selected_params_]
+    expected = np.mean([m.predict_proba(bags) for m in members], axis=0)
+    np.testing.assert_allclose(two.predict_proba(bags), expected, atol=1e-6)
+    np.testing.assert_allclose(one.predict_proba(bags), members[0].predict_proba(bags), atol=1e-6)
+    assert not np.allclose(expected, members[0].predict_proba(bags))  # the average is not its best member
+    for bad in (0, 4, 1.5, True):
+        with pytest.raises(ValueError, match="top_k must be an integer from 1 to the number of candidates"):
+            InnerCVSelection(base, grid, top_k=bad).fit(bags, y)
+
+
 def test_inner_selection_never_sees_what_fit_was_not_given(scaled):
     bags, y = scaled
     marked = [np.column_stack([b, np.full(len(b), i)]) for i, b in enumerate(bags)]
