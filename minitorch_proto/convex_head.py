@@ -25,7 +25,8 @@ import torch
 
 from .model import normalize_features
 
-__all__ = ["push_prototypes", "fit_convex_head", "refit_members", "check_head_options", "HEAD_CS", "RECOMMENDED"]
+__all__ = ["push_prototypes", "fit_convex_head", "refit_members", "check_head_options", "check_head_threshold",
+           "best_cut", "HEAD_CS", "RECOMMENDED"]
 
 #: The recommended model's settings (``PrototypeMILClassifier.recommended``): the candidate of
 #: ``benchmarks/recommended_lodo.py`` with the best mean AUC over the five benchmarks and MNIST-bags, a
@@ -104,6 +105,7 @@ def fit_convex_head(
     inner_folds: int = 3,
     class_weight=None,
     random_state: int = 0,
+    threshold: str = "fixed",
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Logistic-regression head on frozen features, its strength chosen on inner folds.
 
@@ -115,6 +117,12 @@ def fit_convex_head(
     Cs : inverse strengths tried; the one of best mean inner log-loss wins
     inner_folds : stratified inner folds of the training bags (fewer when a class is smaller)
     class_weight : None, "balanced" or a dict {encoded class: weight}, as in scikit-learn
+    threshold : "fixed" or "inner"
+        "fixed": the positive class wins above probability 0.5. "inner" (two classes only):
+        the cut of the decision value with the best accuracy (balanced accuracy with
+        ``class_weight="balanced"``) over the out-of-fold decision values of the same inner
+        folds at the chosen strength (:func:`best_cut`), folded into the bias, so the
+        probabilities shift and the ranking (AUC) stays as it is.
 
     Returns
     -------
@@ -128,6 +136,7 @@ def fit_convex_head(
 
     if penalty not in ("l1", "l2"):
         raise ValueError(f"head penalty must be 'l1' or 'l2', got {penalty!r}.")
+    check_head_threshold(threshold, n_classes)
     X = np.asarray(features, dtype=np.float64)
     y = np.asarray(y_enc, dtype=np.int64)
     mean, scale = X.mean(0), X.std(0)
@@ -146,12 +155,53 @@ def fit_convex_head(
         # Extreme strengths may stop early; that only lowers their inner score.
         warnings.simplefilter("ignore", ConvergenceWarning)
         lr.fit(Z, y)
-    coef, intercept = lr.coef_ / scale, lr.intercept_ - (lr.coef_ * mean / scale).sum(1)
-    return coef, intercept, float(np.ravel(lr.C_)[0])
+        C = float(np.ravel(lr.C_)[0])
+        cut = 0.0
+        if threshold == "inner":
+            from sklearn.linear_model import LogisticRegression
+            from sklearn.model_selection import cross_val_predict
+
+            one = LogisticRegression(C=C, l1_ratio=1.0 if penalty == "l1" else 0.0, solver=solver,
+                                     class_weight=class_weight, max_iter=5000, random_state=int(random_state))
+            scores = cross_val_predict(one, Z, y, cv=StratifiedKFold(k, shuffle=True, random_state=int(random_state)),
+                                       method="decision_function")
+            cut = best_cut(scores, y, balanced=class_weight == "balanced")
+    coef, intercept = lr.coef_ / scale, lr.intercept_ - cut - (lr.coef_ * mean / scale).sum(1)
+    return coef, intercept, C
+
+
+def best_cut(scores: np.ndarray, y: np.ndarray, *, balanced: bool = False) -> float:
+    """The cut of ``scores`` (positive above it) with the best accuracy on labels ``y`` (0/1).
+
+    Cuts lie halfway between neighbouring distinct scores (and beyond both ends); among
+    equally good cuts the one nearest 0, the logistic head's own cut, wins, so a threshold
+    moves only as far as the inner folds give a reason to. ``balanced``: balanced accuracy.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(y)
+    u = np.unique(s)
+    cuts = np.concatenate([[u[0] - 1.0], (u[:-1] + u[1:]) / 2, [u[-1] + 1.0]])
+    pred = s[None, :] > cuts[:, None]
+    hit = pred == (y[None, :] == 1)
+    if balanced:
+        acc = hit[:, y == 1].mean(1) / 2 + hit[:, y != 1].mean(1) / 2
+    else:
+        acc = hit.mean(1)
+    best = np.flatnonzero(acc >= acc.max() - 1e-12)
+    return float(cuts[best[np.argmin(np.abs(cuts[best]))]])
+
+
+def check_head_threshold(threshold: str, n_classes: int | None = None) -> None:
+    """One-line errors for a head threshold that cannot work."""
+    if threshold not in ("fixed", "inner"):
+        raise ValueError(f"head_threshold must be 'fixed' or 'inner', got {threshold!r}.")
+    if threshold == "inner" and n_classes is not None and n_classes != 2:
+        raise ValueError(f"head_threshold='inner' needs two classes, got {n_classes}.")
 
 
 def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: str, penalty: str = "l2",
-                  class_weight=None, chunk_size: int = 65_536) -> tuple[np.ndarray | None, list | None]:
+                  class_weight=None, threshold: str = "fixed",
+                  chunk_size: int = 65_536) -> tuple[np.ndarray | None, list | None]:
     """Push (optionally) and refit the head (``head="logistic"``) of each trained model, in place.
 
     ``std_bags`` are the training bags as the models see them (standardised);
@@ -180,17 +230,20 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
                 phi = model.pooled_chunked(flat, bag_index, len(std_bags), int(chunk_size))[0]
                 feats = normalize_features(phi, model.config).double().numpy()
                 w, b, c = fit_convex_head(feats, y_enc, len(classes), penalty=penalty, class_weight=class_weight,
-                                          random_state=int(seed))
+                                          random_state=int(seed), threshold=threshold)
                 model.weight.copy_(torch.as_tensor(w, dtype=model.weight.dtype))
                 model.bias.copy_(torch.as_tensor(b, dtype=model.bias.dtype))
                 cs.append(c)
     return (np.stack(sources) if sources else None), (cs if cs else None)
 
 
-def check_head_options(head: str, class_weight, bias: bool, monotone: bool) -> None:
+def check_head_options(head: str, class_weight, bias: bool, monotone: bool, threshold: str = "fixed") -> None:
     """One-line errors for head settings that cannot work together (checked before training)."""
     if head not in ("gradient", "logistic"):
         raise ValueError(f"head must be 'gradient' or 'logistic', got {head!r}.")
+    check_head_threshold(threshold)
+    if head == "gradient" and threshold != "fixed":
+        raise ValueError("head_threshold='inner' needs head='logistic' (the threshold is tuned on the head's inner folds).")
     if head == "gradient" and class_weight is not None:
         raise ValueError("class_weight needs head='logistic' (the gradient head trains unweighted, as the paper).")
     if head == "logistic" and not bias:

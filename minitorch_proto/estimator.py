@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from .bags import shared_pool
 from .model import PrototypeMIL, PrototypeMILConfig, class_probabilities, head_logits, normalize_features
-from .convex_head import RECOMMENDED, check_head_options
+from .convex_head import RECOMMENDED, check_head_options, check_head_threshold
 from .preprocessing import BagStandardizer
 from .estimator_files import load_estimator, save_estimator
 from .training import TrainConfig
@@ -104,6 +104,11 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     class_weight : None, "balanced" or dict, default=None
         Weights of the classes in the "logistic" head's loss, as in scikit-learn (a dict
         maps the labels given to ``fit`` to weights): "balanced" makes unbalanced bag sets usable.
+    head_threshold : {"fixed", "inner"}, default="fixed"
+        Where the "logistic" head (two classes) puts its decision: "fixed" at probability 0.5;
+        "inner" at the cut with the best accuracy (balanced accuracy with
+        ``class_weight="balanced"``) on the head's inner folds of the training bags, folded into
+        the bias (probabilities shift, their ranking does not).
 
     Attributes
     ----------
@@ -167,6 +172,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         head: str = "gradient",
         head_penalty: str = "l2",
         class_weight=None,
+        head_threshold: str = "fixed",
     ) -> None:
         self.n_prototypes = n_prototypes
         self.distance = distance
@@ -203,6 +209,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         self.head = head
         self.head_penalty = head_penalty
         self.class_weight = class_weight
+        self.head_threshold = head_threshold
 
     def __sklearn_tags__(self):
         # A classifier whose ``transform`` gives the distance features, so it is also a
@@ -334,7 +341,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         from .training import train_batched
 
         mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
-        check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone))
+        check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone), self.head_threshold)
         k = self._n_members()
         check_chunk_size(self.chunk_size)
         prepared, classes0 = [], None
@@ -352,6 +359,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             standardizer = BagStandardizer(self.standardization).fit(bags)
             check_distance_range(standardizer.transform(bags), torch.float32)
             prepared.append((bags, y_enc, classes, names, standardizer))
+        check_head_threshold(self.head_threshold, len(classes0))  # before training, not after
         pool, labels, index_sets = shared_pool([(bags, y_enc) for bags, y_enc, *_ in prepared])
         seeds = [seed_from(est.random_state) for est in targets]  # once each: a RandomState advances
         for est, seed, (bags, _, classes, names, standardizer) in zip(targets, seeds, prepared):
@@ -396,6 +404,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
         sources, cs = refit_members(self.models_, std_bags, y_enc, classes, seeds, push=bool(self.push),
                                     head=self.head, penalty=self.head_penalty, class_weight=self.class_weight,
+                                    threshold=self.head_threshold,
                                     chunk_size=int(self.chunk_size))
         if sources is not None:
             self.prototype_sources_ = sources

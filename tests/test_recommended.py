@@ -90,6 +90,41 @@ def test_head_options_are_checked(data):
     assert balanced.predict_proba(bags).shape == (len(bags), 2)
 
 
+def test_best_cut_takes_the_best_accuracy_and_moves_no_further_than_needed():
+    from minitorch_proto.convex_head import best_cut
+
+    # Positives above -1.5 except one: every cut in (-2, -1) misclassifies that one bag only.
+    scores = np.array([-3.0, -2.5, -2.0, -1.0, 0.5, 1.0, -2.8])
+    y = np.array([0, 0, 0, 1, 1, 1, 1])
+    assert best_cut(scores, y) == -1.5
+    # Separable around 0: the head's own cut (0) is among the best, so it stays.
+    assert best_cut(np.array([-2.0, -1.0, 1.0, 2.0]), np.array([0, 0, 1, 1])) == 0.0
+    # Ties between two equally good plateaus go to the one nearer 0.
+    assert best_cut(np.array([-3.0, -1.0, 0.4, 2.0]), np.array([0, 1, 0, 1])) == pytest.approx(1.2)
+    # Balanced accuracy weighs the rare class up: one positive among five negatives.
+    s, t = np.array([-2.0, -1.0, 0.0, 1.0, 2.0, 0.5]), np.array([0, 0, 0, 0, 0, 1])
+    assert best_cut(s, t) > 2.0 and best_cut(s, t, balanced=True) == pytest.approx(0.25)
+
+
+def test_inner_threshold_moves_the_bias_only(data):
+    bags, y = data
+    fixed = PrototypeMILClassifier.recommended(**FAST, random_state=2).fit(bags, y)
+    inner = PrototypeMILClassifier.recommended(**FAST, random_state=2, head_threshold="inner").fit(bags, y)
+    np.testing.assert_array_equal(inner.model_.weight.detach().numpy(), fixed.model_.weight.detach().numpy())
+    np.testing.assert_array_equal(inner.model_.prototypes.detach().numpy(), fixed.model_.prototypes.detach().numpy())
+    pf, pi = fixed.predict_proba(bags)[:, 1], inner.predict_proba(bags)[:, 1]
+    np.testing.assert_array_equal(np.argsort(pf, kind="stable"), np.argsort(pi, kind="stable"))  # AUC unchanged
+    assert inner.model_.bias.item() != pytest.approx(fixed.model_.bias.item())  # here the inner folds move it
+    assert inner.get_params()["head_threshold"] == "inner" and clone(inner).head_threshold == "inner"
+    with pytest.raises(ValueError, match="head_threshold='inner' needs head='logistic'"):
+        PrototypeMILClassifier(head_threshold="inner", **FAST).fit(bags, y)
+    with pytest.raises(ValueError, match="head_threshold must be 'fixed' or 'inner'"):
+        PrototypeMILClassifier.recommended(head_threshold="0.3", **FAST).fit(bags, y)
+    three = np.arange(len(bags)) % 3
+    with pytest.raises(ValueError, match="needs two classes, got 3"):
+        PrototypeMILClassifier.recommended(head_threshold="inner", **FAST).fit(bags, three)
+
+
 def test_leave_one_dataset_out_never_reads_the_held_out_set():
     import pandas as pd
 
