@@ -26,7 +26,7 @@ from minitorch_proto import PrototypeMILClassifier, cross_validate, load_benchma
 DATASETS = ("musk1", "musk2", "fox", "tiger", "elephant")
 
 
-def _paired(a: pd.DataFrame, b: pd.DataFrame, metric: str) -> tuple[float, float]:
+def paired(a: pd.DataFrame, b: pd.DataFrame, metric: str) -> tuple[float, float]:
     diff = a[metric].to_numpy() - b[metric].to_numpy()
     by_repeat = pd.Series(diff).groupby(a["repeat"].to_numpy()).mean()
     se = by_repeat.std(ddof=1) / np.sqrt(len(by_repeat)) if len(by_repeat) > 1 else float("nan")
@@ -54,8 +54,8 @@ def main() -> None:
                                  method="not pushed")
         t2 = time.perf_counter()
         frames += [pushed, learned]
-        d_acc, se_acc = _paired(pushed, learned, "accuracy")
-        d_auc, se_auc = _paired(pushed, learned, "auc")
+        d_acc, se_acc = paired(pushed, learned, "accuracy")
+        d_auc, se_auc = paired(pushed, learned, "auc")
         rows.append({"dataset": name, "acc pushed": pushed.accuracy.mean(), "acc not pushed": learned.accuracy.mean(),
                      "acc diff": d_acc, "acc diff SE": se_acc, "auc pushed": pushed.auc.mean(),
                      "auc not pushed": learned.auc.mean(), "auc diff": d_auc, "auc diff SE": se_auc,
