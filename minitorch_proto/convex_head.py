@@ -243,7 +243,7 @@ def check_head_options(head: str, class_weight, bias: bool, monotone: bool, thre
         raise ValueError(f"head must be 'gradient' or 'logistic', got {head!r}.")
     check_head_threshold(threshold)
     if head == "gradient" and threshold != "fixed":
-        raise ValueError("head_threshold='inner' needs head='logistic' (the threshold is tuned on the head's inner folds).")
+        raise ValueError("head_threshold='inner' needs head='logistic' (the cut is set on that head's inner folds).")
     if head == "gradient" and class_weight is not None:
         raise ValueError("class_weight needs head='logistic' (the gradient head trains unweighted, as the paper).")
     if head == "logistic" and not bias:
