@@ -14,23 +14,12 @@ Prints one row per benchmark and the average, and writes ``results.csv`` under `
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from minitorch_proto import PrototypeMILClassifier, cross_validate, load_benchmark, stratified_folds
-
-DATASETS = ("musk1", "musk2", "fox", "tiger", "elephant")
-
-
-def paired(a: pd.DataFrame, b: pd.DataFrame, metric: str) -> tuple[float, float]:
-    diff = a[metric].to_numpy() - b[metric].to_numpy()
-    by_repeat = pd.Series(diff).groupby(a["repeat"].to_numpy()).mean()
-    se = by_repeat.std(ddof=1) / np.sqrt(len(by_repeat)) if len(by_repeat) > 1 else float("nan")
-    return float(diff.mean()), float(se)
+from recommended_variant import DATASETS, paired, paired_runs  # this folder is on sys.path
 
 
 def main() -> None:
@@ -43,23 +32,15 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows, frames = [], []
-    for name in args.datasets:
-        d = load_benchmark(name)
-        folds = stratified_folds(d.y, args.repeats, 10, random_state=0)
-        t0 = time.perf_counter()
-        pushed = cross_validate(PrototypeMILClassifier.recommended(), d.bags, d.y, folds, dataset=name,
-                                method="pushed")
-        t1 = time.perf_counter()
-        learned = cross_validate(PrototypeMILClassifier.recommended(push=False), d.bags, d.y, folds, dataset=name,
-                                 method="not pushed")
-        t2 = time.perf_counter()
+    for name, pushed, learned, s_pushed, s_learned in paired_runs({"push": False}, args.datasets, args.repeats,
+                                                                  ("pushed", "not pushed")):
         frames += [pushed, learned]
         d_acc, se_acc = paired(pushed, learned, "accuracy")
         d_auc, se_auc = paired(pushed, learned, "auc")
         rows.append({"dataset": name, "acc pushed": pushed.accuracy.mean(), "acc not pushed": learned.accuracy.mean(),
                      "acc diff": d_acc, "acc diff SE": se_acc, "auc pushed": pushed.auc.mean(),
                      "auc not pushed": learned.auc.mean(), "auc diff": d_auc, "auc diff SE": se_auc,
-                     "seconds pushed": t1 - t0, "seconds not pushed": t2 - t1})
+                     "seconds pushed": s_pushed, "seconds not pushed": s_learned})
         print(pd.DataFrame(rows[-1:]).round(3).to_string(index=False, header=len(rows) == 1), flush=True)
     table = pd.DataFrame(rows)
     pd.concat(frames, ignore_index=True).to_csv(out / "results.csv", index=False)
