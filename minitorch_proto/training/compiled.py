@@ -150,7 +150,7 @@ def _forward(X, r0, K, Pm, Wm, bm, pools, code, pen_min, layer_norm, ln_eps, has
 @_jit
 def _bag_gradients(X, r0, K, Pm, Wm, bm, label, pools, code, pen_min, layer_norm, ln_eps, has_bias,
                    lam_d, scale, eps, psq, dist, xnorms, phi, z, logits, gl, gz, gphi, arg_min, arg_max, gP, gW, gb,
-                   xunit):
+                   xsum):
     """Forward one bag, add its gradients (weighted by ``scale`` = 1/batch size); return (ce, pen)."""
     D = Pm.shape[0]
     O = Wm.shape[0]
@@ -206,7 +206,7 @@ def _bag_gradients(X, r0, K, Pm, Wm, bm, label, pools, code, pen_min, layer_norm
             gphi[f] += gd
     # pooling and distances: min and max touch one instance per prototype
     n_pool = pools.shape[0]
-    have_sum = False  # ``xunit`` holds the bag's (unit) instance sum once a shortcut below needs it
+    have_sum = False  # ``xsum`` holds the bag's (unit) instance sum once a shortcut below needs it
     for j in range(n_blocks):
         how = pools[j] if j < n_pool else 0
         for d in range(D):
@@ -232,30 +232,30 @@ def _bag_gradients(X, r0, K, Pm, Wm, bm, label, pools, code, pen_min, layer_norm
                 elif code == 1:
                     # Squared Euclidean: sum_k 2 (p - x_k) = 2 (K p - sum_k x_k), O(L) per prototype.
                     if not have_sum:
-                        _bag_sum(X, r0, K, xnorms, eps, False, xunit)
+                        _bag_sum(X, r0, K, xnorms, eps, False, xsum)
                         have_sum = True
                     Pd, Gd = Pm[d], gP[d]
                     s = 2.0 * g
                     for l in range(Pd.shape[0]):
-                        Gd[l] += s * (K * Pd[l] - xunit[l])
+                        Gd[l] += s * (K * Pd[l] - xsum[l])
                 elif code == 3:
                     # Cosine: d(1 - cos)/dp = -(x/|x| - cos p/|p|)/|p|, so the sum over the bag needs only
-                    # the bag's sum of unit instances (``xunit``, once per bag) and sum of cosines
+                    # the bag's sum of unit instances (into ``xsum``, once per bag) and sum of cosines
                     # (K - K * mean distance): O(L) per prototype instead of O(K L), which was most
                     # of the recommended model's training time at D = 1,024.
                     if not have_sum:
-                        _bag_sum(X, r0, K, xnorms, eps, True, xunit)
+                        _bag_sum(X, r0, K, xnorms, eps, True, xsum)
                         have_sum = True
                     Pd, Gd = Pm[d], gP[d]
                     if pn > eps:
                         s = g / pn
                         c = K * (1.0 - phi[j * D + d]) / pn  # phi's block j holds the mean distances
                         for l in range(Pd.shape[0]):
-                            Gd[l] -= s * (xunit[l] - c * Pd[l])
+                            Gd[l] -= s * (xsum[l] - c * Pd[l])
                     else:
                         s = g / eps
                         for l in range(Pd.shape[0]):
-                            Gd[l] -= s * xunit[l]
+                            Gd[l] -= s * xsum[l]
                 else:
                     for k in range(K):
                         _add_distance_grad(X[r0 + k], Pm[d], code, dist[k, d], g, xnorms[k], pn, eps, gP[d])
@@ -399,7 +399,7 @@ if AVAILABLE:
             coef = np.zeros((D, D), dtype=P.dtype)
             gW = np.zeros((O, F), dtype=W.dtype)
             gb = np.zeros(O, dtype=b.dtype)
-            xunit = np.empty(L)
+            xsum = np.empty(L)
             Pm, Wm, bm = P[m], W[m], b[m]
             for t in range(n_batches[m]):
                 gP[:] = 0.0
@@ -419,7 +419,7 @@ if AVAILABLE:
                     ce, pen = _bag_gradients(X, start[m, bag], sizes[bag], Pm, Wm, bm, y[bag], pools, code,
                                              pen_min, layer_norm, ln_eps, has_bias, lam_d, scale, eps, psq,
                                              dist, xnorms, phi, z, logits, gl, gz, gphi, arg_min, arg_max,
-                                             gP, gW, gb, xunit)
+                                             gP, gW, gb, xsum)
                     ce_sum += ce
                     pen_sum += pen
                 w_pen, p_pen = _penalties(Pm, Wm, gP, gW, lam_w, lam_p, w_l1, p_norm, coef)
