@@ -23,6 +23,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from .distances import median_pairwise_distance
 from .model import normalize_features
 
 __all__ = ["push_prototypes", "fit_convex_head", "refit_members", "check_head_options", "check_head_threshold",
@@ -200,12 +201,15 @@ def check_head_threshold(threshold: str, n_classes: int | None = None) -> None:
 
 
 def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: str, penalty: str = "l2",
-                  class_weight=None, threshold: str = "fixed",
+                  class_weight=None, threshold: str = "fixed", similarity: bool = False,
                   chunk_size: int = 65_536) -> tuple[np.ndarray | None, list | None]:
     """Push (optionally) and refit the head (``head="logistic"``) of each trained model, in place.
 
     ``std_bags`` are the training bags as the models see them (standardised);
     ``class_weight`` maps the labels in ``classes`` to weights (or "balanced").
+    ``similarity``: the head also reads MILES's similarity of each prototype
+    (:meth:`~minitorch_proto.model.PrototypeMIL.add_similarity`), its width the median distance
+    between (up to 1,000 sampled) training instances, as MILES sets it.
     Returns the prototype sources (n_models, D, 2) when pushing, and the chosen
     strengths when refitting the head (else None for each).
     """
@@ -229,6 +233,10 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
             if head == "logistic":
                 phi = model.pooled_chunked(flat, bag_index, len(std_bags), int(chunk_size))[0]
                 feats = normalize_features(phi, model.config).double().numpy()
+                if similarity:
+                    model.add_similarity(median_pairwise_distance(flat, random_state=int(seed)) ** 2)
+                    sim = model.similarity_chunked(flat, bag_index, len(std_bags), int(chunk_size))
+                    feats = np.hstack([feats, sim.double().numpy()])
                 w, b, c = fit_convex_head(feats, y_enc, len(classes), penalty=penalty, class_weight=class_weight,
                                           random_state=int(seed), threshold=threshold)
                 model.weight.copy_(torch.as_tensor(w, dtype=model.weight.dtype))
@@ -237,10 +245,15 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
     return (np.stack(sources) if sources else None), (cs if cs else None)
 
 
-def check_head_options(head: str, class_weight, bias: bool, monotone: bool, threshold: str = "fixed") -> None:
+def check_head_options(head: str, class_weight, bias: bool, monotone: bool, threshold: str = "fixed",
+                       similarity: bool = False) -> None:
     """One-line errors for head settings that cannot work together (checked before training)."""
     if head not in ("gradient", "logistic"):
         raise ValueError(f"head must be 'gradient' or 'logistic', got {head!r}.")
+    if not isinstance(similarity, (bool, np.bool_)):
+        raise ValueError(f"head_similarity must be True or False, got {similarity!r}.")
+    if similarity and head != "logistic":
+        raise ValueError("head_similarity=True needs head='logistic' (the similarity block is fitted by the convex head).")
     check_head_threshold(threshold)
     if head == "gradient" and threshold != "fixed":
         raise ValueError("head_threshold='inner' needs head='logistic' (the cut is set on that head's inner folds).")

@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
 import torch
+from sklearn.utils import check_random_state
 
-__all__ = ["DISTANCES", "available_distances", "pairwise_distance", "register_distance", "safe_sqrt"]
+__all__ = ["DISTANCES", "available_distances", "pairwise_distance", "register_distance", "safe_sqrt",
+           "median_pairwise_distance"]
 
 #: The built-in distances (each also has a compiled kernel in ``training/compiled_distances.py``).
 DISTANCES = ("euclidean", "sqeuclidean", "manhattan", "cosine", "pseudo")
@@ -104,3 +107,21 @@ def pairwise_distance(X: torch.Tensor, P: torch.Tensor, metric: str = "euclidean
     if metric in _REGISTERED:
         return _REGISTERED[metric](X, P)
     raise ValueError(f"Unknown distance {metric!r}; choose from {available_distances()}.")
+
+
+def median_pairwise_distance(X: np.ndarray, max_samples: int = 1000, random_state=0) -> float:
+    """Median Euclidean distance between distinct rows of ``X`` (up to ``max_samples`` rows, sampled).
+
+    MILES's kernel width (Chen, Bi & Wang 2006) and the prototype model's similarity
+    features (``head_similarity=True``) both scale by it.
+    """
+    rng = check_random_state(random_state)
+    if X.shape[0] > max_samples:
+        X = X[np.sort(rng.choice(X.shape[0], size=max_samples, replace=False))]
+    if X.shape[0] < 2:
+        return 1.0
+    sq = np.sum(X * X, axis=1)
+    d2 = sq[:, None] + sq[None, :] - 2.0 * (X @ X.T)
+    iu = np.triu_indices(X.shape[0], k=1)
+    med = float(np.sqrt(max(np.median(np.maximum(d2[iu], 0.0)), 0.0)))
+    return med if med > 0 else 1.0

@@ -109,6 +109,12 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         "inner" at the cut with the best accuracy (balanced accuracy with
         ``class_weight="balanced"``) on the head's inner folds of the training bags, folded into
         the bias (probabilities shift, their ranking does not).
+    head_similarity : bool, default=False
+        The "logistic" head also reads MILES's similarity of each prototype to the bag
+        (Chen, Bi & Wang 2006): ``max_k exp(-||x_k - p||^2 / sigma^2)`` over the bag's
+        standardised instances, with sigma the median distance between (up to 1,000 sampled)
+        training instances. The head's weight then has ``D * len(pooling) + D`` columns,
+        the similarity block last. Reference and removal evidence do not cover it yet.
 
     Attributes
     ----------
@@ -173,6 +179,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         head_penalty: str = "l2",
         class_weight=None,
         head_threshold: str = "fixed",
+        head_similarity: bool = False,
     ) -> None:
         self.n_prototypes = n_prototypes
         self.distance = distance
@@ -210,6 +217,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         self.head_penalty = head_penalty
         self.class_weight = class_weight
         self.head_threshold = head_threshold
+        self.head_similarity = head_similarity
 
     def __sklearn_tags__(self):
         # A classifier whose ``transform`` gives the distance features, so it is also a
@@ -341,7 +349,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         from .training import train_batched
 
         mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
-        check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone), self.head_threshold)
+        check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone), self.head_threshold,
+                           self.head_similarity)
         k = self._n_members()
         check_chunk_size(self.chunk_size)
         prepared, classes0 = [], None
@@ -404,7 +413,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
         sources, cs = refit_members(self.models_, std_bags, y_enc, classes, seeds, push=bool(self.push),
                                     head=self.head, penalty=self.head_penalty, class_weight=self.class_weight,
-                                    threshold=self.head_threshold,
+                                    threshold=self.head_threshold, similarity=bool(self.head_similarity),
                                     chunk_size=int(self.chunk_size))
         if sources is not None:
             self.prototype_sources_ = sources
@@ -459,6 +468,11 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         from .training.distributed import train_streaming
 
         mconf, tconf = self.model_config(), self.train_config()
+        if self.push or self.head != "gradient" or self.head_similarity:
+            # The push and the convex head read every training bag after training, which the
+            # streaming trainer never holds; refuse rather than return a model without them.
+            raise ValueError("fit_streaming trains the paper's model only: it needs push=False, head='gradient' "
+                             "and head_similarity=False; use fit for the others.")
         if not hasattr(bags, "rows"):
             bags = check_bags(bags)  # a lazy dataset checks its files itself, as it reads them
         y_enc, classes = check_labels(y, len(bags))
@@ -505,18 +519,21 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
                     cuts.append(i)
                     start = ends[i - 1]
             cuts.append(len(bags))
-            phi = torch.cat([self._pooled(check_bags(bags[a:b], self.n_features_in_))
-                             for a, b in zip(cuts[:-1], cuts[1:])])
-        else:
-            phi = self._pooled(check_bags(bags, self.n_features_in_))
-        return normalize_features(phi, self.model_.config)
+            return torch.cat([self._head_features(check_bags(bags[a:b], self.n_features_in_))
+                              for a, b in zip(cuts[:-1], cuts[1:])])
+        return self._head_features(check_bags(bags, self.n_features_in_))
 
-    def _pooled(self, bags: list[np.ndarray]) -> torch.Tensor:
+    def _head_features(self, bags: list[np.ndarray]) -> torch.Tensor:
         std = self.standardizer_.transform(bags)
         check_distance_range(std, self.model_.prototypes.dtype)
         sizes = np.array([len(b) for b in std])
         bag_index = np.repeat(np.arange(len(std)), sizes)
-        return self.model_.pooled_chunked(np.concatenate(std), bag_index, len(std), self.chunk_size)[0]
+        flat = np.concatenate(std)
+        z = normalize_features(self.model_.pooled_chunked(flat, bag_index, len(std), self.chunk_size)[0],
+                               self.model_.config)
+        if not self.model_.has_similarity:
+            return z
+        return torch.cat([z, self.model_.similarity_chunked(flat, bag_index, len(std), self.chunk_size)], dim=1)
 
     def _logits(self, bags) -> torch.Tensor:
         with torch.no_grad():
@@ -550,7 +567,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     def transform(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Normalised distance features Phi (n_bags, D * len(pooling)) fed to the classifier.
 
-        For an ensemble: every member's features side by side (n_bags, n_seeds * D * len(pooling)).
+        With ``head_similarity=True`` the similarity block follows (D more columns).
+        For an ensemble: every member's features side by side.
         """
         members = self._ensemble()
         if members:

@@ -52,6 +52,17 @@ def save_estimator(clf, path: str | os.PathLike) -> Path:
     return save_model_file(path, tensors, header)
 
 
+def _module(clf, state: dict) -> PrototypeMIL:
+    """One member's module from its saved tensors (its similarity block added first when it has one)."""
+    # The initialisation is irrelevant here (the saved weights replace it), and
+    # data-driven inits would need the training instances: build with "normal".
+    model = PrototypeMIL(clf.n_features_in_, len(clf.classes_), replace(clf.model_config(), init="normal"))
+    if "similarity_sigma2" in state:
+        model.add_similarity(float(state["similarity_sigma2"]))
+    model.load_state_dict(state)
+    return model
+
+
 def load_estimator(cls, path: str | os.PathLike):
     """Rebuild a ``cls`` (a PrototypeMILClassifier class) from a file written by :func:`save_estimator`."""
     mf = load_model_file(path)
@@ -73,11 +84,7 @@ def load_estimator(cls, path: str | os.PathLike):
         clf.n_features_in_ = int(h["n_features_in"])
         if h.get("feature_names_in") is not None:
             clf.feature_names_in_ = np.asarray(h["feature_names_in"], dtype=object)
-        # The initialisation is irrelevant here (the saved weights replace it), and
-        # data-driven inits would need the training instances: build with "normal".
-        model = PrototypeMIL(clf.n_features_in_, len(clf.classes_), replace(clf.model_config(), init="normal"))
-        state = {k[len("model/"):]: v for k, v in mf.tensors.items() if k.startswith("model/")}
-        model.load_state_dict(state)
+        model = _module(clf, {k[len("model/"):]: v for k, v in mf.tensors.items() if k.startswith("model/")})
         std = {"mode": h["standardizer"]["mode"], "mean": None, "scale": None}
         for key in ("mean", "scale"):
             if f"standardizer/{key}" in mf.tensors:
@@ -88,10 +95,8 @@ def load_estimator(cls, path: str | os.PathLike):
         clf.history_ = h.get("history", [])
         clf.models_ = [model]
         for j in range(1, int(h.get("n_members", 1))):
-            member = PrototypeMIL(clf.n_features_in_, len(clf.classes_), replace(clf.model_config(), init="normal"))
             prefix = f"member{j}/"
-            member.load_state_dict({k[len(prefix):]: v for k, v in mf.tensors.items() if k.startswith(prefix)})
-            clf.models_.append(member)
+            clf.models_.append(_module(clf, {k[len(prefix):]: v for k, v in mf.tensors.items() if k.startswith(prefix)}))
     except ModelFileError:
         raise
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:

@@ -406,6 +406,48 @@ class PrototypeMIL(nn.Module):
         self.weight = nn.Parameter(w)
         self.bias = nn.Parameter(b) if self.config.bias else None
 
+    # ------------------------------------------------------------ similarity block
+    # MILES's bag embedding (Chen, Bi & Wang 2006) on this model's prototypes: for each prototype p,
+    # max over the bag's instances of exp(-||x - p||^2 / sigma^2). It is added after training, for the
+    # convex head only (``PrototypeMILClassifier(head_similarity=True)``), so no engine trains it; the
+    # head's weight then has F + D columns, the similarity block last.
+    @property
+    def has_similarity(self) -> bool:
+        """Whether the head also reads the similarity block (see :meth:`add_similarity`)."""
+        return "similarity_sigma2" in self._buffers
+
+    def add_similarity(self, sigma2: float) -> None:
+        """Append the similarity block to the head's features; the head's weight grows to (O, F + D), new columns 0.
+
+        ``sigma2`` is the kernel's squared width (MILES: the squared median distance between
+        training instances). Called by the convex-head refit and when a model file is loaded.
+        """
+        if not float(sigma2) > 0:
+            raise ValueError(f"the similarity width sigma^2 must be positive, got {sigma2}.")
+        if self.has_similarity:
+            raise ValueError("this model already has its similarity block.")
+        w = self.weight.detach()
+        extra = torch.zeros((w.shape[0], self.config.n_prototypes), dtype=w.dtype, device=w.device)
+        self.weight = nn.Parameter(torch.cat([w, extra], dim=1))
+        self.register_buffer("similarity_sigma2", torch.tensor(float(sigma2), dtype=w.dtype, device=w.device))
+
+    def similarity_from_sqdist(self, min_sqdist: torch.Tensor) -> torch.Tensor:
+        """The similarity block from each bag's smallest squared Euclidean distance to each prototype."""
+        return torch.exp(-min_sqdist / self.similarity_sigma2)
+
+    @torch.no_grad()
+    def similarity_chunked(self, instances, bag_index, n_bags: int, chunk_size: int = 65_536) -> torch.Tensor:
+        """The similarity block (n_bags, D) in bounded memory, ``chunk_size`` instances at a time."""
+        dtype, device = self.prototypes.dtype, self.prototypes.device
+        bag_index = torch.as_tensor(np.asarray(bag_index), dtype=torch.long)
+        lo = torch.full((n_bags, self.config.n_prototypes), float("inf"), dtype=dtype, device=device)
+        for start in range(0, len(instances), chunk_size):
+            X = torch.as_tensor(np.asarray(instances[start : start + chunk_size]), dtype=dtype, device=device)
+            d2 = pairwise_distance(X, self.prototypes, "sqeuclidean")
+            rows = bag_index[start : start + chunk_size].to(device).unsqueeze(1).expand_as(d2)
+            lo.scatter_reduce_(0, rows, d2, reduce="amin", include_self=True)
+        return self.similarity_from_sqdist(lo)
+
     # The three stages are separate so explanations and plots can reuse them.
     def distances(self, instances: torch.Tensor) -> torch.Tensor:
         """(N, L) instances -> (N, D) distances to the prototypes."""
@@ -452,8 +494,13 @@ class PrototypeMIL(nn.Module):
         return pooled_from_distances(None, lambda _d, how: pooled[how], self.config)
 
     def features(self, batch: BagBatch) -> torch.Tensor:
-        """Normalised features fed to the classifier, (n_bags, F)."""
-        return normalize_features(self.pooled(batch)[0], self.config)
+        """Features fed to the classifier, (n_bags, F): the normalised pooled distances (and the similarity block)."""
+        z = normalize_features(self.pooled(batch)[0], self.config)
+        if not self.has_similarity:
+            return z
+        d2 = pairwise_distance(batch.instances, self.prototypes, "sqeuclidean")
+        sim = self.similarity_from_sqdist(segment_pool(d2, batch.bag_index, batch.n_bags, "min"))
+        return torch.cat([z, sim], dim=-1)
 
     def forward(self, batch: BagBatch) -> torch.Tensor:
         """Logits of shape (n_bags, 1) for two classes, (n_bags, C) otherwise."""
@@ -461,6 +508,9 @@ class PrototypeMIL(nn.Module):
 
     def loss_terms(self, batch: BagBatch, y: torch.Tensor) -> dict[str, torch.Tensor]:
         """Each term of Eq. 1 on this minibatch (scalars); ``total`` is their sum."""
+        if self.has_similarity:
+            raise NotImplementedError("a model with the similarity block is not trained further (it belongs to "
+                                      "the convex head, fitted after training).")
         phi, penalised = self.pooled(batch)
         logits = head_logits(normalize_features(phi, self.config), self.weight, self.bias)
         terms = loss_terms(logits, y, self.weight, self.prototypes, penalised, self.config)
@@ -477,5 +527,5 @@ class PrototypeMIL(nn.Module):
         return (
             f"n_features={self.n_features}, n_prototypes={c.n_prototypes}, distance={c.distance!r}, "
             f"pooling={c.pooling}, layer_norm={c.layer_norm}, bias={c.bias}"
-            + (", monotone=True" if c.monotone else "")
+            + (", monotone=True" if c.monotone else "") + (", similarity=True" if self.has_similarity else "")
         )

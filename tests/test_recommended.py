@@ -226,3 +226,53 @@ def test_ablation_table_pairs_every_row_with_the_shipped_recipe():
     assert ("'noise'" in verdict) and ("nowhere beyond two SE" in verdict) == bool((d.abs() <= 2 * e).all())
     with pytest.raises(ValueError, match="shipped row"):
         recommended_ablation_table(out)
+
+
+# ------------------------------------------------------------------ the similarity block (MILES's embedding)
+def test_the_similarity_block_is_miles_embedding_on_the_pushed_prototypes(data, tmp_path):
+    from minitorch_proto.baselines.miles import miles_embedding
+    from minitorch_proto.distances import median_pairwise_distance
+
+    bags, y = data
+    clf = PrototypeMILClassifier.recommended(head_similarity=True, random_state=4, **FAST).fit(bags, y)
+    model, D = clf.model_, FAST["n_prototypes"]
+    std = clf.standardizer_.transform(bags)
+    sigma = median_pairwise_distance(np.concatenate(std).astype(np.float64), random_state=clf.seed_)
+    assert float(model.similarity_sigma2) == pytest.approx(sigma**2, rel=1e-6)
+    assert model.weight.shape == (1, 3 * D + D)
+    feats = clf.transform(bags)
+    without = PrototypeMILClassifier.recommended(random_state=4, **FAST).fit(bags, y)
+    # Training and the push do not depend on the head: the same prototypes, the same distance block.
+    np.testing.assert_array_equal(model.prototypes.detach().numpy(), without.model_.prototypes.detach().numpy())
+    np.testing.assert_allclose(feats[:, : 3 * D], without.transform(bags), rtol=1e-5, atol=1e-6)
+    expected = miles_embedding(std, model.prototypes.detach().double().numpy(), sigma)
+    np.testing.assert_allclose(feats[:, 3 * D:], expected, rtol=1e-4, atol=1e-6)
+    # The head's decision is linear in the whole feature vector, similarity included.
+    w, b = model.weight.detach().double().numpy()[0], float(model.bias.detach())
+    np.testing.assert_allclose(clf.decision_function(bags), feats @ w + b, rtol=1e-4, atol=1e-4)
+    loaded = load_model(clf.save(tmp_path / "sim.safetensors"))
+    assert loaded.model_.has_similarity
+    np.testing.assert_array_equal(loaded.predict_proba(bags), clf.predict_proba(bags))
+    again = PrototypeMILClassifier.recommended(head_similarity=True, random_state=4, **FAST).fit(bags, y)
+    np.testing.assert_array_equal(again.predict_proba(bags), clf.predict_proba(bags))  # same seed, same model
+
+
+def test_the_similarity_block_is_checked_and_explanations_say_they_do_not_cover_it(data):
+    from minitorch_proto.evaluation import explain_bag, instance_evidence, removal_evidence
+    from minitorch_proto.evaluation.explain import prototype_coefficients
+
+    bags, y = data
+    with pytest.raises(ValueError, match="head_similarity=True needs head='logistic'"):
+        PrototypeMILClassifier(head_similarity=True, **FAST).fit(bags, y)
+    with pytest.raises(ValueError, match="head_similarity must be True or False"):
+        PrototypeMILClassifier.recommended(head_similarity="yes", **FAST).fit(bags, y)
+    with pytest.raises(ValueError, match="fit_streaming trains the paper's model only"):
+        PrototypeMILClassifier.recommended(**FAST).fit_streaming(bags, y)
+    clf = PrototypeMILClassifier.recommended(head_similarity=True, **FAST).fit(bags, y)
+    for explain in (lambda: explain_bag(clf, bags[0]), lambda: removal_evidence(clf, bags[0]),
+                    lambda: instance_evidence(clf, bags[0], bags)):
+        with pytest.raises(NotImplementedError, match="similarity block"):
+            explain()
+    coefs = prototype_coefficients(clf)
+    assert list(coefs.columns) == ["coef_min", "coef_mean", "coef_max", "coef_similarity"]
+    np.testing.assert_array_equal(coefs["coef_similarity"], clf.model_.weight.detach().numpy()[0, 3 * 6:])

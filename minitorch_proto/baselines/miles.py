@@ -38,25 +38,12 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.svm import LinearSVC
 from sklearn.utils import check_random_state
 
+from ..distances import median_pairwise_distance
 from ._base import SOURCE_DEFAULT, SOURCE_TUNED, BaseMILClassifier, select_by_inner_cv, stack_bags
 
 __all__ = ["MILES", "miles_embedding", "median_pairwise_distance"]
 
 DEFAULT_MILES_GRID = {"C": [0.1, 1.0, 10.0], "sigma_scale": [0.5, 1.0, 2.0]}
-
-
-def median_pairwise_distance(X: np.ndarray, max_samples: int = 1000, random_state=0) -> float:
-    """Median Euclidean distance between distinct rows of ``X`` (subsampled if large)."""
-    rng = check_random_state(random_state)
-    if X.shape[0] > max_samples:
-        X = X[np.sort(rng.choice(X.shape[0], size=max_samples, replace=False))]
-    if X.shape[0] < 2:
-        return 1.0
-    sq = np.sum(X * X, axis=1)
-    d2 = sq[:, None] + sq[None, :] - 2.0 * (X @ X.T)
-    iu = np.triu_indices(X.shape[0], k=1)
-    med = float(np.sqrt(max(np.median(np.maximum(d2[iu], 0.0)), 0.0)))
-    return med if med > 0 else 1.0
 
 
 def _min_sqdist_per_bag(

@@ -83,7 +83,14 @@ def _n_outputs(clf: Any) -> int:
     return int(clf.model_.weight.shape[0])
 
 
+def _require_distance_head(clf: Any, what: str) -> None:
+    """Explanations split the head over pooled distances; a similarity block is not split yet."""
+    if any(getattr(m, "has_similarity", False) for m in getattr(clf, "models_", [clf.model_])):
+        raise NotImplementedError(f"{what} does not cover the head's similarity block (head_similarity=True) yet.")
+
+
 def _require_binary(clf: Any, what: str) -> None:
+    _require_distance_head(clf, what)
     if _n_outputs(clf) != 1:
         raise NotImplementedError(
             f"{what} is defined for two-class models (one logit); this model has "
@@ -122,14 +129,16 @@ def prototype_coefficients(clf: Any) -> pd.DataFrame:
     pandas.DataFrame
         One row per prototype (index ``d`` = 0..D-1). For two classes the columns are
         ``coef_<pooling>`` for each pooling in the model's order (the weights of the single
-        logit). For C > 2 classes they are ``coef_<pooling>_<class label>``.
+        logit), then ``coef_similarity`` with ``head_similarity=True``. For C > 2 classes they
+        are ``coef_<pooling>_<class label>``.
     """
     _check_fitted(clf)
     config = clf.model_.config
     D = config.n_prototypes
     W = clf.model_.weight.detach().cpu().double().numpy()  # (O, F)
     cols: dict[str, np.ndarray] = {}
-    for b, how in enumerate(config.pooling):
+    blocks = list(config.pooling) + (["similarity"] if clf.model_.has_similarity else [])
+    for b, how in enumerate(blocks):
         block = W[:, b * D : (b + 1) * D]
         if W.shape[0] == 1:
             cols[f"coef_{how}"] = block[0]

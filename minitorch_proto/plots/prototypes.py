@@ -235,7 +235,9 @@ def plot_toy_spaces(
         right.set_xlabel(f"min distance to P{a + 1}")
         right.set_ylabel(f"min distance to P{b + 1}")
         config = clf.model_.config
-        if boundary and D == 2 and tuple(config.pooling) == ("min",) and coefs is not None:
+        # The boundary is drawn in the plane of the two min distances; a similarity block adds dimensions.
+        if (boundary and D == 2 and tuple(config.pooling) == ("min",) and coefs is not None
+                and not clf.model_.has_similarity):
             hi = float(mins.max()) * 1.1 + 1e-9
             xs = np.linspace(0, hi, 200)
             gx, gy = np.meshgrid(xs, xs)
