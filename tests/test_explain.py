@@ -334,12 +334,21 @@ POOLING_CONFIGS = {
     for p in (("min",), ("mean",), ("max",), ("min", "mean", "max"))
     for ln in (True, False)
 }
+# The recommended model's head with MILES's similarity block (pushed prototypes, convex head).
+POOLING_CONFIGS["min_mean_max_ln_similarity"] = dict(pooling=("min", "mean", "max"), layer_norm=True, push=True,
+                                                     head="logistic", head_similarity=True)
 
 
 @pytest.fixture(scope="module")
 def fitted_poolings(data):
     bags, y = data
-    return {name: _fit(bags, y, epochs=2, **kw) for name, kw in POOLING_CONFIGS.items()}
+    fitted = {name: _fit(bags, y, epochs=2, **kw) for name, kw in POOLING_CONFIGS.items()}
+    # The L1 head may zero whole blocks on 30 bags; the identities hold for any weights, so give
+    # every feature one and the tests read the similarity block too.
+    sim = fitted["min_mean_max_ln_similarity"].model_
+    with torch.no_grad():
+        sim.weight.copy_(torch.randn(sim.weight.shape, generator=torch.Generator().manual_seed(0)))
+    return fitted
 
 
 @pytest.mark.parametrize("split", ["attaining", "shapley"])
@@ -362,7 +371,8 @@ def test_evidence_plus_reference_logit_equals_decision_value(fitted_poolings, da
         assert ev["evidence"].sum() + ev.attrs["reference_logit"] == pytest.approx(ev.attrs["decision_value"],
                                                                                     abs=1e-12)
         assert ev.attrs["decision_value"] == pytest.approx(decision[i], abs=1e-5)  # float32 model
-        parts = ev[[f"evidence_{p}" for p in clf.model_.config.pooling]].sum(axis=1)
+        blocks = list(clf.model_.config.pooling) + (["similarity"] if clf.model_.has_similarity else [])
+        parts = ev[[f"evidence_{p}" for p in blocks]].sum(axis=1)
         np.testing.assert_allclose(parts, ev["evidence"], atol=1e-12)
         ref_logit = ev.attrs["reference_logit"]
     # the reference logit is the mean logit of the reference bags (with layer norm too)
@@ -387,7 +397,7 @@ def _brute_force_shapley(value, K):
     return out
 
 
-@pytest.mark.parametrize("name", ["min_noln", "min_mean_max_ln", "max_ln"])
+@pytest.mark.parametrize("name", ["min_noln", "min_mean_max_ln", "max_ln", "min_mean_max_ln_similarity"])
 def test_shapley_split_matches_brute_force(fitted_poolings, data, name):
     # The game of instance_evidence(split="shapley"): the evidence of sub-bag S is
     # sum_j w_j (pool_j over S of u_ij - zbar_j), u the distances on the full bag's layer-norm
@@ -416,6 +426,14 @@ def test_shapley_split_matches_brute_force(fitted_poolings, data, name):
                 continue
             pool = min if how == "min" else max
             expected += w[f] * _brute_force_shapley(lambda S: 0.0 if not S else pool(u[i, j] for i in S) - ref, K)
+    if clf.model_.has_similarity:  # a max game over the kernel values, the reference its mean over the bags
+        F = len(config.pooling) * D
+        std = clf.standardizer_.transform([bag])[0]
+        P = clf.model_.prototypes.detach().double().numpy()
+        v = np.exp(-((std[:, None, :] - P[None]) ** 2).sum(-1) / float(clf.model_.similarity_sigma2))
+        for j in range(D):
+            ref = zbar[F + j]
+            expected += w[F + j] * _brute_force_shapley(lambda S: 0.0 if not S else max(v[i, j] for i in S) - ref, K)
     got = instance_evidence(clf, bag, zbar, split="shapley")["evidence"].to_numpy()
     np.testing.assert_allclose(got, expected, atol=1e-10)
     assert got[0] == pytest.approx(got[-1], abs=1e-12)  # the two copies are credited alike

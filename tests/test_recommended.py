@@ -257,8 +257,8 @@ def test_the_similarity_block_is_miles_embedding_on_the_pushed_prototypes(data, 
     np.testing.assert_array_equal(again.predict_proba(bags), clf.predict_proba(bags))  # same seed, same model
 
 
-def test_the_similarity_block_is_checked_and_explanations_say_they_do_not_cover_it(data):
-    from minitorch_proto.evaluation import explain_bag, instance_evidence, removal_evidence
+def test_the_similarity_block_is_checked_and_explained(data):
+    from minitorch_proto.evaluation import explain_bag
     from minitorch_proto.evaluation.explain import prototype_coefficients
 
     bags, y = data
@@ -269,10 +269,11 @@ def test_the_similarity_block_is_checked_and_explanations_say_they_do_not_cover_
     with pytest.raises(ValueError, match="fit_streaming trains the paper's model only"):
         PrototypeMILClassifier.recommended(**FAST).fit_streaming(bags, y)
     clf = PrototypeMILClassifier.recommended(head_similarity=True, **FAST).fit(bags, y)
-    for explain in (lambda: explain_bag(clf, bags[0]), lambda: removal_evidence(clf, bags[0]),
-                    lambda: instance_evidence(clf, bags[0], bags)):
-        with pytest.raises(NotImplementedError, match="similarity block"):
-            explain()
     coefs = prototype_coefficients(clf)
     assert list(coefs.columns) == ["coef_min", "coef_mean", "coef_max", "coef_similarity"]
     np.testing.assert_array_equal(coefs["coef_similarity"], clf.model_.weight.detach().numpy()[0, 3 * 6:])
+    for bag, decision in zip(bags[:5], clf.decision_function(bags[:5])):
+        ex = explain_bag(clf, bag)
+        assert ex["share"].sum() + ex.attrs["bias"] == pytest.approx(decision, abs=1e-4)
+        np.testing.assert_allclose(ex[[c for c in ex.columns if c.startswith("share_")]].sum(axis=1), ex["share"])
+        assert "share_similarity" in ex.columns

@@ -42,6 +42,11 @@ normalised distance, the empty sub-bag ``zbar_j``" (closed form, O(K log K)): in
 ranked by closeness within the bag, equally close instances are credited alike, and the identity
 above still holds exactly.
 
+With ``head_similarity=True`` the head also reads MILES's similarity block, ``s_j(X) = max_i
+exp(-||x_i - p_j||^2 / sigma^2)`` (no layer norm). Its terms ``w_j (s_j - sbar_j)`` follow the same
+rules as a max feature: whole to the instance nearest ``p_j``, or split by the Shapley values of the
+max game over the kernel values; removal falls back to the second largest kernel value.
+
 Removal evidence (:func:`removal_evidence`)
 -------------------------------------------
 For each instance i: ``p(X) - p(X without i)``, with p the positive-class probability. Positive:
@@ -63,7 +68,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .explain import _distances, _require_binary, _standardised, explain_bag, instance_distances
+from .explain import _distances, _require_binary, _similarity, _standardised, explain_bag
 from .metrics import binary_auc
 
 __all__ = [
@@ -190,8 +195,19 @@ def _shapley_parts(dist: np.ndarray, z: np.ndarray, zbar: np.ndarray, config: An
     return np.concatenate(parts, axis=1)
 
 
-def _bag_distances(clf: Any, bag: np.ndarray) -> np.ndarray:
-    return _distances(clf, _standardised(clf, [bag])[0])
+def _bag_parts(clf: Any, std: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """One standardised bag's (K, D) model distances and (K, D) similarity-kernel values (None without the block)."""
+    return _distances(clf, std), _similarity(clf, std)
+
+
+def _z(dist: np.ndarray, sim: np.ndarray | None, config: Any) -> np.ndarray:
+    """The head's feature vector of a bag: normalised pooled distances, then the similarity block (its max)."""
+    z = _normalise(_pool(dist, config.pooling)[0], config)
+    return z if sim is None else np.concatenate([z, sim.max(axis=0)])
+
+
+def _raw_bag_parts(clf: Any, bag: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    return _bag_parts(clf, _standardised(clf, [bag])[0])
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -220,7 +236,7 @@ def evidence_reference(clf: Any, bags: Sequence[np.ndarray]) -> np.ndarray:
     if len(bags) == 0:
         raise ValueError("evidence_reference needs at least one bag.")
     config = clf.model_.config
-    z = [_normalise(_pool(d, config.pooling)[0], config) for d in instance_distances(clf, bags)]
+    z = [_z(*_bag_parts(clf, std), config) for std in _standardised(clf, bags)]
     return np.mean(z, axis=0)
 
 
@@ -284,18 +300,27 @@ def instance_evidence(clf: Any, bag: np.ndarray, reference: np.ndarray | Sequenc
         raise ValueError(f"split must be 'attaining' or 'shapley', got {split!r}.")
     zbar = _reference_vector(clf, reference)
     config = clf.model_.config
-    dist = _bag_distances(clf, bag)
+    dist, sim = _raw_bag_parts(clf, bag)
     phi, owner = _pool(dist, config.pooling)
-    z = _normalise(phi, config)
+    F = len(phi)
+    z = _z(dist, sim, config)
     w, b = _head(clf)
     if split == "attaining":
+        if sim is not None:
+            # The similarity block is a max over the bag: its term goes to the instance attaining it.
+            top = np.zeros_like(sim)
+            top[np.argmax(sim, axis=0), np.arange(sim.shape[1])] = 1.0
+            owner = np.concatenate([owner, top], axis=1)
         parts = owner * (w * (z - zbar))[None, :]  # (K, F)
     else:
-        parts = _shapley_parts(dist, z, zbar, config) * w[None, :]
+        parts = _shapley_parts(dist, z[:F], zbar[:F], config)
+        if sim is not None:
+            parts = np.concatenate([parts, -_min_game_shapley(-sim, -zbar[F:])], axis=1)
+        parts = parts * w[None, :]
     D = config.n_prototypes
     frame = pd.DataFrame({"nearest_prototype": np.argmin(dist, axis=1).astype(int), "distance": dist.min(axis=1)})
     frame["evidence"] = parts.sum(axis=1)
-    for p, how in enumerate(config.pooling):
+    for p, how in enumerate(list(config.pooling) + (["similarity"] if sim is not None else [])):
         frame[f"evidence_{how}"] = parts[:, p * D : (p + 1) * D].sum(axis=1)
     frame.index.name = "instance"
     frame.attrs.update({"reference_logit": float(b + w @ zbar), "decision_value": float(b + w @ z), "bias": b,
@@ -350,14 +375,16 @@ def removal_evidence(clf: Any, bag: np.ndarray, *, empty_probability: float | No
     """
     _check_single_binary(clf, "removal_evidence")
     config = clf.model_.config
-    dist = _bag_distances(clf, bag)
+    dist, sim = _raw_bag_parts(clf, bag)
     w, b = _head(clf)
-    p_full = float(_sigmoid(b + w @ _normalise(_pool(dist, config.pooling)[0], config)))
+    p_full = float(_sigmoid(b + w @ _z(dist, sim, config)))
     if len(dist) == 1:
         empty = float("nan") if empty_probability is None else float(empty_probability)
         return np.array([p_full - empty])
-    logits = b + _normalise(_removed_pooled(dist, config.pooling), config) @ w
-    return p_full - _sigmoid(logits)
+    z = _normalise(_removed_pooled(dist, config.pooling), config)
+    if sim is not None:
+        z = np.concatenate([z, _removed_pooled(sim, ("max",))], axis=1)
+    return p_full - _sigmoid(b + z @ w)
 
 
 # -------------------------------------------------------------------------- measuring
@@ -398,9 +425,11 @@ def instance_scores(clf: Any, bag: np.ndarray, method: str = "reference", *,
         _check_single_binary(clf, "instance_scores")
         config = clf.model_.config
         w, b = _head(clf)
-        dist = _bag_distances(clf, bag)  # one instance per bag: every pooling gives its distance
-        phi = np.concatenate([dist] * len(config.pooling), axis=1)
-        return b + _normalise(phi, config) @ w
+        dist, sim = _raw_bag_parts(clf, bag)  # one instance per bag: every pooling gives its distance
+        z = _normalise(np.concatenate([dist] * len(config.pooling), axis=1), config)
+        if sim is not None:
+            z = np.concatenate([z, sim], axis=1)
+        return b + z @ w
     raise ValueError(f"method must be one of {EVIDENCE_METHODS}, got {method!r}.")
 
 

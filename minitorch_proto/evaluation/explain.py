@@ -83,14 +83,7 @@ def _n_outputs(clf: Any) -> int:
     return int(clf.model_.weight.shape[0])
 
 
-def _require_distance_head(clf: Any, what: str) -> None:
-    """Explanations split the head over pooled distances; a similarity block is not split yet."""
-    if any(getattr(m, "has_similarity", False) for m in getattr(clf, "models_", [clf.model_])):
-        raise NotImplementedError(f"{what} does not cover the head's similarity block (head_similarity=True) yet.")
-
-
 def _require_binary(clf: Any, what: str) -> None:
-    _require_distance_head(clf, what)
     if _n_outputs(clf) != 1:
         raise NotImplementedError(
             f"{what} is defined for two-class models (one logit); this model has "
@@ -114,6 +107,17 @@ def _distances(clf: Any, std_instances: np.ndarray) -> np.ndarray:
     X = torch.as_tensor(np.asarray(std_instances, dtype=np.float64))
     P = torch.as_tensor(_prototypes64(clf))
     return pairwise_distance(X, P, clf.model_.config.distance).numpy()
+
+
+def _similarity(clf: Any, std_instances: np.ndarray) -> np.ndarray | None:
+    """(N, L) standardised instances -> (N, D) kernel values exp(-||x - p||^2 / sigma^2) of the head's
+    similarity block (float64; a bag's block is their max over its instances), None without one."""
+    model = clf.model_
+    if not getattr(model, "has_similarity", False):
+        return None
+    X = torch.as_tensor(np.asarray(std_instances, dtype=np.float64))
+    d2 = pairwise_distance(X, torch.as_tensor(_prototypes64(clf)), "sqeuclidean").numpy()
+    return np.exp(-d2 / float(model.similarity_sigma2))
 
 
 def prototype_coefficients(clf: Any) -> pd.DataFrame:
@@ -430,7 +434,10 @@ def decision_terms(clf: Any, bag: np.ndarray) -> pd.DataFrame:
     pandas.DataFrame
         One row per pooled feature j: ``prototype``, ``pooling``, ``phi`` (pooled distance),
         ``z`` (after layer norm, or ``phi`` without it), ``weight``, ``term`` (``weight * z``)
-        and ``instance`` (the instance attaining it; -1 for mean pooling, shared by all).
+        and ``instance`` (the instance attaining it; -1 for mean pooling, shared by all). With
+        ``head_similarity=True`` the similarity block follows as rows of pooling
+        ``"similarity"``: ``phi = z`` the bag's largest kernel value (no layer norm), attained by the
+        instance nearest the prototype in squared Euclidean distance.
         ``attrs`` holds ``bias``, ``decision_value``, ``mu`` and ``sigma`` (NaN without layer
         norm).
 
@@ -467,6 +474,14 @@ def decision_terms(clf: Any, bag: np.ndarray) -> pd.DataFrame:
     else:
         mu = sigma = float("nan")
         z = phi
+    sim = _similarity(clf, std)
+    if sim is not None:
+        idx = np.argmax(sim, axis=0)
+        phi = np.concatenate([phi, sim[idx, np.arange(D)]])
+        z = np.concatenate([z, sim[idx, np.arange(D)]])
+        inst_parts.append(idx)
+        proto_parts.append(np.arange(D))
+        pool_parts.append(np.full(D, "similarity", dtype=object))
     w = clf.model_.weight.detach().cpu().double().numpy()[0]
     b = float(clf.model_.bias.detach().cpu().double().numpy()[0]) if clf.model_.bias is not None else 0.0
     terms = w * z
@@ -510,7 +525,8 @@ def explain_bag(clf: Any, bag: np.ndarray) -> pd.DataFrame:
     pandas.DataFrame
         One row per instance (index = instance position in the bag) with columns
         ``nearest_prototype``, ``distance`` (to it, model distance in the standardised
-        space), ``share`` (its total share of the logit), ``share_<pooling>`` per pooling, and
+        space), ``share`` (its total share of the logit), ``share_<pooling>`` per pooling (and
+        ``share_similarity`` with the similarity block), and
         ``attains_min`` (list of prototypes whose min distance this instance attains).
         ``attrs``: ``bias``, ``decision_value`` (float64 recomputation), ``rule``.
 
@@ -527,7 +543,7 @@ def explain_bag(clf: Any, bag: np.ndarray) -> pd.DataFrame:
         {"nearest_prototype": np.argmin(dist, axis=1).astype(int), "distance": dist.min(axis=1)}
     )
     total = np.zeros(K)
-    for how in clf.model_.config.pooling:
+    for how in dict.fromkeys(terms["pooling"]):
         part = np.zeros(K)
         sel = terms[terms["pooling"] == how]
         for inst, term in zip(sel["instance"], sel["term"]):
