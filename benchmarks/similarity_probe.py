@@ -1,0 +1,69 @@
+"""The exploratory probe behind round 4 of ``recommended_lodo.py`` (kept so it can be rerun; it saw test folds).
+
+On 2 x 10 folds of one benchmark: the shipped recipe with its prototypes left at their k-means++
+start (``lr_prototypes=1e-30``, one epoch: the variants had shown training moves nothing), then the
+same pushed prototypes under three L1 heads refitted by ``fit_convex_head``: the pooled distances
+and MILES's similarity block ("phi+simE"), the similarity block alone ("simE"), and the average of
+the shipped head's and the similarity-only head's probabilities ("avg"). It printed the
+accuracies and AUCs quoted at ``ROUND_4``. Written before ``head_similarity`` existed, so it builds
+the block by hand (``miles_embedding``'s formula on the standardised bags).
+
+    MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/similarity_probe.py fox 2
+"""
+import sys
+import time
+import warnings
+import numpy as np, torch
+from sklearn.metrics import roc_auc_score
+from minitorch_proto import PrototypeMILClassifier, load_benchmark, stratified_folds
+from minitorch_proto.convex_head import fit_convex_head
+warnings.filterwarnings("ignore")
+
+def min_sq(bags, P):
+    out = []
+    for b in bags:
+        X = torch.as_tensor(b, dtype=torch.float64)
+        out.append(torch.cdist(X, P).pow(2).min(0).values.numpy())
+    return np.stack(out)
+
+def mincos(bags, P):
+    Pn = P / P.norm(dim=1, keepdim=True)
+    out = []
+    for b in bags:
+        X = torch.as_tensor(b, dtype=torch.float64); X = X / X.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        out.append((1 - X @ Pn.T).min(0).values.numpy())
+    return np.stack(out)
+
+name = sys.argv[1]; repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+d = load_benchmark(name)
+folds = stratified_folds(d.y, repeats, 10, random_state=0)
+res = {k: [] for k in ["base", "phi+simE", "simE", "avg"]}
+auc = {k: [] for k in res}
+t0 = time.time()
+for f in folds:
+    tr, te = f.train, f.test
+    btr = [d.bags[i] for i in tr]; bte = [d.bags[i] for i in te]
+    ytr, yte = np.asarray(d.y)[tr], np.asarray(d.y)[te]
+    est = PrototypeMILClassifier.recommended(epochs=1, lr_prototypes=1e-30, random_state=f.seed).fit(btr, ytr)
+    p = est.predict_proba(bte)[:, 1]
+    pos = (yte == est.classes_[1])
+    res["base"].append(((p > .5) == pos).mean()); auc["base"].append(roc_auc_score(pos, p))
+    ftr, fte = est.transform(btr), est.transform(bte)
+    str_, ste = est.standardizer_.transform(btr), est.standardizer_.transform(bte)
+    P = est.model_.prototypes.detach().double()
+    flat = np.concatenate(str_)
+    rng = np.random.default_rng(0); s = flat[rng.choice(len(flat), min(1000, len(flat)), replace=False)]
+    sigma2 = np.median(torch.pdist(torch.as_tensor(s)).pow(2).numpy())
+    eTr, eTe = np.exp(-min_sq(str_, P) / sigma2), np.exp(-min_sq(ste, P) / sigma2)
+    cTr, cTe = mincos(str_, P), mincos(ste, P)
+    tau = np.median(cTr)
+    cTr, cTe = np.exp(-cTr / tau), np.exp(-cTe / tau)
+    yenc = (ytr == est.classes_[1]).astype(int)
+    for key, A, B in [("phi+simE", np.hstack([ftr, eTr]), np.hstack([fte, eTe])), ("simE", eTr, eTe)]:
+        w, b, C = fit_convex_head(A, yenc, 2, penalty="l1", random_state=f.seed)
+        s_ = B @ w[0] + b[0]
+        res[key].append(((s_ > 0) == pos).mean()); auc[key].append(roc_auc_score(pos, s_))
+        if key == "simE":
+            q = (p + 1 / (1 + np.exp(-s_))) / 2
+            res["avg"].append(((q > .5) == pos).mean()); auc["avg"].append(roc_auc_score(pos, q))
+print(name, f"{time.time()-t0:.0f}s", {k: round(float(np.mean(v)), 3) for k, v in res.items()}, "auc", {k: round(float(np.mean(v)), 3) for k, v in auc.items()}, flush=True)
