@@ -277,3 +277,14 @@ def test_the_similarity_block_is_checked_and_explained(data):
         assert ex["share"].sum() + ex.attrs["bias"] == pytest.approx(decision, abs=1e-4)
         np.testing.assert_allclose(ex[[c for c in ex.columns if c.startswith("share_")]].sum(axis=1), ex["share"])
         assert "share_similarity" in ex.columns
+
+
+def test_a_similarity_coefficient_counts_as_closeness_in_the_evidence_colour():
+    import pandas as pd
+
+    from minitorch_proto.plots._common import NEG_COLOUR, POS_COLOUR, _evidence_colour
+
+    # Closer raises the logit through the similarity (+0.5) more than it lowers it through the distance (+0.1).
+    assert _evidence_colour(pd.Series({"coef_min": 0.1, "coef_similarity": 0.5})) == POS_COLOUR
+    assert _evidence_colour(pd.Series({"coef_min": 0.1, "coef_similarity": 0.05})) == NEG_COLOUR
+    assert _evidence_colour(pd.Series({"coef_min": -0.1, "coef_mean": 0.05})) == POS_COLOUR

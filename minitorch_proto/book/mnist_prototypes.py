@@ -308,13 +308,15 @@ def evidence_prototype_hits(clf, bags: Sequence[np.ndarray], digits: Sequence[np
     """The evidence prototype of a fitted binary model and the digits nearest to it.
 
     The evidence prototype is the one with the most negative min-pooling coefficient (coming
-    close to it is evidence for the positive class). Returns ``(index, coefficient, digits)``:
-    its 0-based index, that coefficient, and the labels (``digits``, aligned with ``bags``) of
-    its ``k`` nearest instances among ``bags``.
+    close to it is evidence for the positive class); with a similarity block, the most negative
+    min coefficient minus similarity coefficient (both read the nearest instance, with opposite
+    signs). Returns ``(index, coefficient, digits)``: its 0-based index, that coefficient, and the
+    labels (``digits``, aligned with ``bags``) of its ``k`` nearest instances among ``bags``.
     """
     from ..evaluation.explain import nearest_instances, prototype_coefficients
 
-    coef = prototype_coefficients(clf)["coef_min"].to_numpy()
+    coefs = prototype_coefficients(clf)
+    coef = coefs["coef_min"].to_numpy() - (coefs["coef_similarity"].to_numpy() if "coef_similarity" in coefs else 0.0)
     ev = int(np.argmin(coef))
     near = nearest_instances(clf, bags, k=k)[ev]
     return ev, float(coef[ev]), [int(digits[b][i]) for b, i, _ in near]

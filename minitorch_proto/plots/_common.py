@@ -52,8 +52,14 @@ def _coef_text(coefs: pd.Series) -> str:
 
 
 def _evidence_colour(coefs: pd.Series) -> str:
-    """Red when being CLOSE to the prototype raises the positive logit (coefficients sum < 0)."""
-    return POS_COLOUR if float(coefs.sum()) < 0 else NEG_COLOUR
+    """Red when being CLOSE to the prototype raises the positive logit.
+
+    That is when the distance coefficients sum below 0; a similarity coefficient counts with
+    the opposite sign (similarity grows as the distance shrinks).
+    """
+    sim = sum(float(v) for k, v in coefs.items() if str(k).startswith("coef_similarity"))
+    dist = sum(float(v) for k, v in coefs.items() if not str(k).startswith("coef_similarity"))
+    return POS_COLOUR if dist - sim < 0 else NEG_COLOUR
 
 
 def prototypes_in_input_space(clf: Any) -> tuple[np.ndarray, str]:
