@@ -259,7 +259,7 @@ def test_the_similarity_block_is_miles_embedding_on_the_pushed_prototypes(data, 
 
 def test_the_similarity_block_is_checked_and_explained(data):
     from minitorch_proto.evaluation import explain_bag
-    from minitorch_proto.evaluation.explain import prototype_coefficients
+    from minitorch_proto.evaluation.explain import closeness_coefficients, prototype_coefficients
 
     bags, y = data
     with pytest.raises(ValueError, match="head_similarity=True needs head='logistic'"):
@@ -272,6 +272,11 @@ def test_the_similarity_block_is_checked_and_explained(data):
     coefs = prototype_coefficients(clf)
     assert list(coefs.columns) == ["coef_min", "coef_mean", "coef_max", "coef_similarity"]
     np.testing.assert_array_equal(coefs["coef_similarity"], clf.model_.weight.detach().numpy()[0, 3 * 6:])
+    np.testing.assert_array_equal(closeness_coefficients(clf), coefs["coef_min"] - coefs["coef_similarity"])
+    plain = PrototypeMILClassifier.recommended(**FAST).fit(bags, y)
+    np.testing.assert_array_equal(closeness_coefficients(plain), prototype_coefficients(plain)["coef_min"])
+    with pytest.raises(ValueError, match="needs a two-class model with min pooling"):
+        closeness_coefficients(PrototypeMILClassifier.recommended(pooling=("mean",), **FAST).fit(bags, y))
     for bag, decision in zip(bags[:5], clf.decision_function(bags[:5])):
         ex = explain_bag(clf, bag)
         assert ex["share"].sum() + ex.attrs["bias"] == pytest.approx(decision, abs=1e-4)

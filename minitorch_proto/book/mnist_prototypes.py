@@ -313,10 +313,9 @@ def evidence_prototype_hits(clf, bags: Sequence[np.ndarray], digits: Sequence[np
     signs). Returns ``(index, coefficient, digits)``: its 0-based index, that coefficient, and the
     labels (``digits``, aligned with ``bags``) of its ``k`` nearest instances among ``bags``.
     """
-    from ..evaluation.explain import nearest_instances, prototype_coefficients
+    from ..evaluation.explain import closeness_coefficients, nearest_instances
 
-    coefs = prototype_coefficients(clf)
-    coef = coefs["coef_min"].to_numpy() - (coefs["coef_similarity"].to_numpy() if "coef_similarity" in coefs else 0.0)
+    coef = closeness_coefficients(clf)
     ev = int(np.argmin(coef))
     near = nearest_instances(clf, bags, k=k)[ev]
     return ev, float(coef[ev]), [int(digits[b][i]) for b, i, _ in near]

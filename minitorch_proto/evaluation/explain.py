@@ -53,6 +53,7 @@ from .metrics import binary_auc
 
 __all__ = [
     "prototype_coefficients",
+    "closeness_coefficients",
     "instance_distances",
     "nearest_instances",
     "prototype_table",
@@ -152,6 +153,21 @@ def prototype_coefficients(clf: Any) -> pd.DataFrame:
     frame = pd.DataFrame(cols)
     frame.index.name = "prototype"
     return frame
+
+
+def closeness_coefficients(clf: Any) -> np.ndarray:
+    """Per prototype of a two-class model: its min-pooling coefficient minus its similarity coefficient.
+
+    Both features read the bag's instance nearest the prototype, with opposite signs (a
+    distance shrinks, a similarity grows as the instance comes closer), so a negative value
+    means that coming close to the prototype is evidence for the positive class. Without a
+    similarity block this is the min-pooling coefficient.
+    """
+    coefs = prototype_coefficients(clf)
+    if "coef_min" not in coefs:
+        raise ValueError("closeness_coefficients needs a two-class model with min pooling.")
+    sim = coefs["coef_similarity"].to_numpy() if "coef_similarity" in coefs else 0.0
+    return coefs["coef_min"].to_numpy() - sim
 
 
 def instance_distances(clf: Any, bags: Sequence[np.ndarray]) -> list[np.ndarray]:
