@@ -237,8 +237,9 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         One recipe for every data set (:data:`~minitorch_proto.convex_head.RECOMMENDED`):
         1,024 k-means++ prototypes from the training instances, cosine distance, min/mean/max
         pooling, a short training, each prototype pushed onto its nearest training instance
-        (nearest in the cosine distance), and an L1 (sparse)
-        logistic head whose strength is chosen on inner folds. ``overrides`` are ordinary
+        (nearest in the cosine distance), and an L1 (sparse) logistic head, its strength chosen
+        on inner folds, that reads the pooled distances and MILES's similarity of each prototype
+        (``head_similarity=True``). ``overrides`` are ordinary
         parameters; the result is an ordinary estimator (``clone``, ``save``/``load`` work).
         """
         return cls(**{**RECOMMENDED, **overrides})
