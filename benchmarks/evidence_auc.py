@@ -7,7 +7,7 @@ two models are fitted on the same training bags:
 * ``paper D=2 min``: the page's model (``book.MNIST_DEFAULTS``: two prototypes, min pooling,
   cosine distance, no layer norm, discriminative start);
 * ``recommended``: ``PrototypeMILClassifier.recommended()`` (D = 1,024, min/mean/max pooling,
-  layer norm, pushed prototypes, L1 logistic head).
+  layer norm, pushed prototypes, an L1 logistic head that also reads MILES's similarity block).
 
 On the positive test bags, the instance-level ROC AUC of "is the target digit" for four scores
 (``minitorch_proto.evaluation.evidence_auc``): ``share`` (``explain_bag``, measured from
@@ -87,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", default="paper,recommended")
     p.add_argument("--out", default=None, help="write the per-run rows here (CSV); runs already in it are kept")
     p.add_argument("--freeze", action="store_true", help="store --out's rows as the frozen table mnist_evidence")
+    p.add_argument("--note", default=None, help="with --freeze: a line for the provenance file (e.g. which rows "
+                                                "an earlier commit made)")
     args = p.parse_args(argv)
     if args.freeze and not args.out:
         p.error("--freeze needs --out")
@@ -119,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                                  "training bags; bag AUC/accuracy on the test bags, the sweep's digit-like test "
                                  "of the evidence prototype, and the instance-level AUC of each evidence score "
                                  "on the positive test bags (benchmarks/evidence_auc.py)",
-                     k=K, min_hits=MIN_HITS)
+                     k=K, min_hits=MIN_HITS, **({"note": args.note} if args.note else {}))
     pd.set_option("display.width", 200)
     print(table.round(3).to_string(index=False))
     print()
