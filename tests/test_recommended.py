@@ -272,7 +272,11 @@ def test_the_similarity_block_is_checked_and_explained(data):
     coefs = prototype_coefficients(clf)
     assert list(coefs.columns) == ["coef_min", "coef_mean", "coef_max", "coef_similarity"]
     np.testing.assert_array_equal(coefs["coef_similarity"], clf.model_.weight.detach().numpy()[0, 3 * 6:])
-    np.testing.assert_array_equal(closeness_coefficients(clf), coefs["coef_min"] - coefs["coef_similarity"])
+    sd = clf.transform(bags).std(axis=0)
+    np.testing.assert_allclose(closeness_coefficients(clf, bags),
+                               coefs["coef_min"] * sd[:6] - coefs["coef_similarity"] * sd[-6:])
+    with pytest.raises(ValueError, match="needs the training bags"):
+        closeness_coefficients(clf)
     plain = PrototypeMILClassifier.recommended(head_similarity=False, **FAST).fit(bags, y)
     np.testing.assert_array_equal(closeness_coefficients(plain), prototype_coefficients(plain)["coef_min"])
     with pytest.raises(ValueError, match="needs a two-class model with min pooling"):

@@ -309,13 +309,13 @@ def evidence_prototype_hits(clf, bags: Sequence[np.ndarray], digits: Sequence[np
 
     The evidence prototype is the one with the most negative min-pooling coefficient (coming
     close to it is evidence for the positive class); with a similarity block, the most negative
-    min coefficient minus similarity coefficient (both read the nearest instance, with opposite
-    signs). Returns ``(index, coefficient, digits)``: its 0-based index, that coefficient, and the
+    :func:`~minitorch_proto.evaluation.explain.closeness_coefficients` over ``bags`` (min minus
+    similarity coefficient, each in the head's standardised units). Returns ``(index, coefficient, digits)``: its 0-based index, that coefficient, and the
     labels (``digits``, aligned with ``bags``) of its ``k`` nearest instances among ``bags``.
     """
     from ..evaluation.explain import closeness_coefficients, nearest_instances
 
-    coef = closeness_coefficients(clf)
+    coef = closeness_coefficients(clf, bags)
     ev = int(np.argmin(coef))
     near = nearest_instances(clf, bags, k=k)[ev]
     return ev, float(coef[ev]), [int(digits[b][i]) for b, i, _ in near]

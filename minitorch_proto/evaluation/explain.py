@@ -155,19 +155,36 @@ def prototype_coefficients(clf: Any) -> pd.DataFrame:
     return frame
 
 
-def closeness_coefficients(clf: Any) -> np.ndarray:
-    """Per prototype of a two-class model: its min-pooling coefficient minus its similarity coefficient.
+def closeness_coefficients(clf: Any, bags: Sequence[np.ndarray] | None = None) -> np.ndarray:
+    """Per prototype of a two-class model: how much coming close to it moves the logit (negative: evidence for the positive class).
 
-    Both features read the bag's instance nearest the prototype, with opposite signs (a
-    distance shrinks, a similarity grows as the instance comes closer), so a negative value
-    means that coming close to the prototype is evidence for the positive class. Without a
-    similarity block this is the min-pooling coefficient.
+    Without a similarity block this is the min-pooling coefficient. With one, the min-pooling and
+    similarity features both read the bag's instance nearest the prototype, with opposite signs (a
+    distance shrinks, a similarity grows as the instance comes closer), but in different units: a
+    layer-normalised distance, and a kernel value in (0, 1] that is near 0 in most bags for most
+    prototypes, so its raw coefficient can be huge and still move few logits. The L1 head chose
+    both on standardised features, so they are compared there: each coefficient times its
+    feature's standard deviation over ``bags`` (the training bags), min minus similarity.
+
+    Parameters
+    ----------
+    clf : PrototypeMILClassifier, fitted, two classes, one model, min pooling
+    bags : the training bags; needed when the head has a similarity block
     """
     coefs = prototype_coefficients(clf)
     if "coef_min" not in coefs:
         raise ValueError("closeness_coefficients needs a two-class model with min pooling.")
-    sim = coefs["coef_similarity"].to_numpy() if "coef_similarity" in coefs else 0.0
-    return coefs["coef_min"].to_numpy() - sim
+    if "coef_similarity" not in coefs:
+        return coefs["coef_min"].to_numpy()
+    if bags is None:
+        raise ValueError("closeness_coefficients needs the training bags when the head has a similarity block "
+                         "(its two blocks are compared in the head's standardised units).")
+    if len(getattr(clf, "models_", [clf.model_])) > 1:
+        raise ValueError("closeness_coefficients reads one model; pass clf.member(j).")
+    D = clf.model_.config.n_prototypes
+    sd = clf.transform(bags).std(axis=0)
+    p = list(clf.model_.config.pooling).index("min")
+    return coefs["coef_min"].to_numpy() * sd[p * D:(p + 1) * D] - coefs["coef_similarity"].to_numpy() * sd[-D:]
 
 
 def instance_distances(clf: Any, bags: Sequence[np.ndarray]) -> list[np.ndarray]:
