@@ -24,7 +24,6 @@ import numpy as np
 import torch
 
 from .distances import median_pairwise_distance
-from .model import normalize_features
 
 __all__ = ["push_prototypes", "fit_convex_head", "refit_members", "check_head_options", "check_head_threshold",
            "best_cut", "HEAD_CS", "RECOMMENDED"]
@@ -233,12 +232,9 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
                 model.prototypes.copy_(torch.as_tensor(pushed, dtype=model.prototypes.dtype))
                 sources.append(src)
             if head == "logistic":
-                phi = model.pooled_chunked(flat, bag_index, len(std_bags), int(chunk_size))[0]
-                feats = normalize_features(phi, model.config).double().numpy()
                 if similarity:
                     model.add_similarity(median_pairwise_distance(flat, random_state=int(seed)) ** 2)
-                    sim = model.similarity_chunked(flat, bag_index, len(std_bags), int(chunk_size))
-                    feats = np.hstack([feats, sim.double().numpy()])
+                feats = model.features_chunked(flat, bag_index, len(std_bags), int(chunk_size)).double().numpy()
                 w, b, c = fit_convex_head(feats, y_enc, len(classes), penalty=penalty, class_weight=class_weight,
                                           random_state=int(seed), threshold=threshold)
                 model.weight.copy_(torch.as_tensor(w, dtype=model.weight.dtype))

@@ -12,7 +12,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from .bags import shared_pool
-from .model import PrototypeMIL, PrototypeMILConfig, class_probabilities, head_logits, normalize_features
+from .model import PrototypeMIL, PrototypeMILConfig, class_probabilities, head_logits
 from .convex_head import RECOMMENDED, check_head_options, check_head_threshold
 from .preprocessing import BagStandardizer
 from .estimator_files import load_estimator, save_estimator
@@ -529,12 +529,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         check_distance_range(std, self.model_.prototypes.dtype)
         sizes = np.array([len(b) for b in std])
         bag_index = np.repeat(np.arange(len(std)), sizes)
-        flat = np.concatenate(std)
-        z = normalize_features(self.model_.pooled_chunked(flat, bag_index, len(std), self.chunk_size)[0],
-                               self.model_.config)
-        if not self.model_.has_similarity:
-            return z
-        return torch.cat([z, self.model_.similarity_chunked(flat, bag_index, len(std), self.chunk_size)], dim=1)
+        return self.model_.features_chunked(np.concatenate(std), bag_index, len(std), self.chunk_size)
 
     def _logits(self, bags) -> torch.Tensor:
         with torch.no_grad():

@@ -435,19 +435,6 @@ class PrototypeMIL(nn.Module):
         """The similarity block from each bag's smallest squared Euclidean distance to each prototype."""
         return torch.exp(-min_sqdist / self.similarity_sigma2)
 
-    @torch.no_grad()
-    def similarity_chunked(self, instances, bag_index, n_bags: int, chunk_size: int = 65_536) -> torch.Tensor:
-        """The similarity block (n_bags, D) in bounded memory, ``chunk_size`` instances at a time."""
-        dtype, device = self.prototypes.dtype, self.prototypes.device
-        bag_index = torch.as_tensor(np.asarray(bag_index), dtype=torch.long)
-        lo = torch.full((n_bags, self.config.n_prototypes), float("inf"), dtype=dtype, device=device)
-        for start in range(0, len(instances), chunk_size):
-            X = torch.as_tensor(np.asarray(instances[start : start + chunk_size]), dtype=dtype, device=device)
-            d2 = pairwise_distance(X, self.prototypes, "sqeuclidean")
-            rows = bag_index[start : start + chunk_size].to(device).unsqueeze(1).expand_as(d2)
-            lo.scatter_reduce_(0, rows, d2, reduce="amin", include_self=True)
-        return self.similarity_from_sqdist(lo)
-
     # The three stages are separate so explanations and plots can reuse them.
     def distances(self, instances: torch.Tensor) -> torch.Tensor:
         """(N, L) instances -> (N, D) distances to the prototypes."""
@@ -471,6 +458,17 @@ class PrototypeMIL(nn.Module):
         ``instances`` may be a NumPy memmap. Bags may span chunk boundaries.
         Returns the same (features, penalised distances) as :meth:`pooled`.
         """
+        return self._scan_chunked(instances, bag_index, n_bags, chunk_size, similarity=False)[:2]
+
+    @torch.no_grad()
+    def features_chunked(self, instances, bag_index, n_bags: int, chunk_size: int = 65_536) -> torch.Tensor:
+        """:meth:`features` in bounded memory (as :meth:`pooled_chunked`), one pass over the instances."""
+        phi, _, sim = self._scan_chunked(instances, bag_index, n_bags, chunk_size, similarity=self.has_similarity)
+        z = normalize_features(phi, self.config)
+        return z if sim is None else torch.cat([z, sim], dim=-1)
+
+    def _scan_chunked(self, instances, bag_index, n_bags: int, chunk_size: int, *, similarity: bool):
+        """One pass over the instances: (pooled features, penalised distances, similarity block or None)."""
         D = self.config.n_prototypes
         dtype, device = self.prototypes.dtype, self.prototypes.device
         n = len(instances)
@@ -479,6 +477,7 @@ class PrototypeMIL(nn.Module):
         hi = torch.full((n_bags, D), float("-inf"), dtype=dtype, device=device)
         total = torch.zeros((n_bags, D), dtype=dtype, device=device)
         count = torch.zeros((n_bags, 1), dtype=dtype, device=device)
+        lo_sq = torch.full((n_bags, D), float("inf"), dtype=dtype, device=device) if similarity else None
         for start in range(0, n, chunk_size):
             X = torch.as_tensor(np.asarray(instances[start : start + chunk_size]), dtype=dtype, device=device)
             idx = bag_index[start : start + chunk_size].to(device)
@@ -488,10 +487,14 @@ class PrototypeMIL(nn.Module):
             hi.scatter_reduce_(0, rows, d, reduce="amax", include_self=True)
             total.index_add_(0, idx, d)
             count.index_add_(0, idx, torch.ones((len(idx), 1), dtype=dtype, device=device))
+            if similarity:
+                lo_sq.scatter_reduce_(0, rows, pairwise_distance(X, self.prototypes, "sqeuclidean"), reduce="amin",
+                                      include_self=True)
         if (count == 0).any():
             raise ValueError(f"Bag {int(torch.nonzero(count[:, 0] == 0)[0])} has no instances.")
         pooled = {"min": lo, "max": hi, "mean": total / count}
-        return pooled_from_distances(None, lambda _d, how: pooled[how], self.config)
+        phi, penalised = pooled_from_distances(None, lambda _d, how: pooled[how], self.config)
+        return phi, penalised, (self.similarity_from_sqdist(lo_sq) if similarity else None)
 
     def features(self, batch: BagBatch) -> torch.Tensor:
         """Features fed to the classifier, (n_bags, F): the normalised pooled distances (and the similarity block)."""

@@ -288,3 +288,17 @@ def test_chunked_pooling_equals_unchunked_across_chunk_boundaries():
         torch.testing.assert_close(pen, want_pen)
     with pytest.raises(ValueError, match="no instances"):
         model.pooled_chunked(flat, batch.bag_index.numpy(), 6, chunk_size=4)
+
+
+def test_features_chunked_is_features_in_one_pass_with_or_without_the_similarity_block():
+    torch.manual_seed(0)
+    model = PrototypeMIL(3, config=PrototypeMILConfig(n_prototypes=4, pooling=("min", "mean", "max")))
+    bags = [torch.randn(k, 3) for k in (2, 5, 1, 4)]
+    batch = BagBatch.from_bags(bags)
+    flat, index = batch.instances.numpy(), batch.bag_index.numpy()
+    for sigma2 in (None, 2.5):
+        if sigma2 is not None:
+            model.add_similarity(sigma2)
+        for chunk in (1, 3, 100):  # bags spanning chunk boundaries
+            torch.testing.assert_close(model.features_chunked(flat, index, 4, chunk_size=chunk), model.features(batch))
+    assert model.features(batch).shape == (4, 16)
