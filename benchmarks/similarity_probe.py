@@ -6,7 +6,9 @@ same pushed prototypes under three L1 heads refitted by ``fit_convex_head``: the
 and MILES's similarity block ("phi+simE"), the similarity block alone ("simE"), and the average of
 the shipped head's and the similarity-only head's probabilities ("avg"). It printed the
 accuracies and AUCs quoted at ``ROUND_4``. Written before ``head_similarity`` existed, so it builds
-the block by hand (``miles_embedding``'s formula on the standardised bags).
+the block with ``miles_embedding`` on the standardised bags, its sigma^2 the median squared distance of
+1,000 training instances drawn by ``default_rng(0)`` (the package's rule draws them by the fold's seed,
+so the variant's numbers differ a little).
 
     MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/similarity_probe.py fox 2
 """
@@ -16,23 +18,9 @@ import warnings
 import numpy as np, torch
 from sklearn.metrics import roc_auc_score
 from minitorch_proto import PrototypeMILClassifier, load_benchmark, stratified_folds
+from minitorch_proto.baselines.miles import miles_embedding
 from minitorch_proto.convex_head import fit_convex_head
 warnings.filterwarnings("ignore")
-
-def min_sq(bags, P):
-    out = []
-    for b in bags:
-        X = torch.as_tensor(b, dtype=torch.float64)
-        out.append(torch.cdist(X, P).pow(2).min(0).values.numpy())
-    return np.stack(out)
-
-def mincos(bags, P):
-    Pn = P / P.norm(dim=1, keepdim=True)
-    out = []
-    for b in bags:
-        X = torch.as_tensor(b, dtype=torch.float64); X = X / X.norm(dim=1, keepdim=True).clamp_min(1e-12)
-        out.append((1 - X @ Pn.T).min(0).values.numpy())
-    return np.stack(out)
 
 name = sys.argv[1]; repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 2
 d = load_benchmark(name)
@@ -44,20 +32,19 @@ for f in folds:
     tr, te = f.train, f.test
     btr = [d.bags[i] for i in tr]; bte = [d.bags[i] for i in te]
     ytr, yte = np.asarray(d.y)[tr], np.asarray(d.y)[te]
-    est = PrototypeMILClassifier.recommended(epochs=1, lr_prototypes=1e-30, random_state=f.seed).fit(btr, ytr)
+    # The recipe shipped when the probe ran (round 3), without the block it probes.
+    est = PrototypeMILClassifier.recommended(head_similarity=False, epochs=1, lr_prototypes=1e-30,
+                                             random_state=f.seed).fit(btr, ytr)
     p = est.predict_proba(bte)[:, 1]
     pos = (yte == est.classes_[1])
     res["base"].append(((p > .5) == pos).mean()); auc["base"].append(roc_auc_score(pos, p))
     ftr, fte = est.transform(btr), est.transform(bte)
     str_, ste = est.standardizer_.transform(btr), est.standardizer_.transform(bte)
-    P = est.model_.prototypes.detach().double()
+    P = est.model_.prototypes.detach().double().numpy()
     flat = np.concatenate(str_)
     rng = np.random.default_rng(0); s = flat[rng.choice(len(flat), min(1000, len(flat)), replace=False)]
     sigma2 = np.median(torch.pdist(torch.as_tensor(s)).pow(2).numpy())
-    eTr, eTe = np.exp(-min_sq(str_, P) / sigma2), np.exp(-min_sq(ste, P) / sigma2)
-    cTr, cTe = mincos(str_, P), mincos(ste, P)
-    tau = np.median(cTr)
-    cTr, cTe = np.exp(-cTr / tau), np.exp(-cTe / tau)
+    eTr, eTe = miles_embedding(str_, P, np.sqrt(sigma2)), miles_embedding(ste, P, np.sqrt(sigma2))
     yenc = (ytr == est.classes_[1]).astype(int)
     for key, A, B in [("phi+simE", np.hstack([ftr, eTr]), np.hstack([fte, eTe])), ("simE", eTr, eTe)]:
         w, b, C = fit_convex_head(A, yenc, 2, penalty="l1", random_state=f.seed)

@@ -114,7 +114,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         (Chen, Bi & Wang 2006): ``max_k exp(-||x_k - p||^2 / sigma^2)`` over the bag's
         standardised instances, with sigma the median distance between (up to 1,000 sampled)
         training instances. The head's weight then has ``D * len(pooling) + D`` columns,
-        the similarity block last. Reference and removal evidence do not cover it yet.
+        the similarity block last; every explanation in ``minitorch_proto.evaluation`` covers it.
 
     Attributes
     ----------

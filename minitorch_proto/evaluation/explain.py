@@ -117,8 +117,7 @@ def _similarity(clf: Any, std_instances: np.ndarray) -> np.ndarray | None:
     if not getattr(model, "has_similarity", False):
         return None
     X = torch.as_tensor(np.asarray(std_instances, dtype=np.float64))
-    d2 = pairwise_distance(X, torch.as_tensor(_prototypes64(clf)), "sqeuclidean").numpy()
-    return np.exp(-d2 / float(model.similarity_sigma2))
+    return model.similarity_from_sqdist(pairwise_distance(X, torch.as_tensor(_prototypes64(clf)), "sqeuclidean")).numpy()
 
 
 def prototype_coefficients(clf: Any) -> pd.DataFrame:
@@ -510,8 +509,8 @@ def decision_terms(clf: Any, bag: np.ndarray) -> pd.DataFrame:
     sim = _similarity(clf, std)
     if sim is not None:
         idx = np.argmax(sim, axis=0)
-        phi = np.concatenate([phi, sim[idx, np.arange(D)]])
-        z = np.concatenate([z, sim[idx, np.arange(D)]])
+        top = sim[idx, np.arange(D)]
+        phi, z = np.concatenate([phi, top]), np.concatenate([z, top])
         inst_parts.append(idx)
         proto_parts.append(np.arange(D))
         pool_parts.append(np.full(D, "similarity", dtype=object))
