@@ -47,7 +47,7 @@ for f in folds:
     eTr, eTe = miles_embedding(str_, P, np.sqrt(sigma2)), miles_embedding(ste, P, np.sqrt(sigma2))
     yenc = (ytr == est.classes_[1]).astype(int)
     for key, A, B in [("phi+simE", np.hstack([ftr, eTr]), np.hstack([fte, eTe])), ("simE", eTr, eTe)]:
-        w, b, C = fit_convex_head(A, yenc, 2, penalty="l1", random_state=f.seed)
+        w, b, C, _ = fit_convex_head(A, yenc, 2, penalty="l1", random_state=f.seed)
         s_ = B @ w[0] + b[0]
         res[key].append(((s_ > 0) == pos).mean()); auc[key].append(roc_auc_score(pos, s_))
         if key == "simE":

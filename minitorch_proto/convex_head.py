@@ -18,14 +18,14 @@ classifier whose regularisation is chosen rather than guessed:
 from __future__ import annotations
 
 import warnings
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import torch
 
 from .distances import median_pairwise_distance
 
-__all__ = ["push_prototypes", "fit_convex_head", "refit_members", "check_head_options", "check_head_threshold",
+__all__ = ["push_prototypes", "fit_convex_head", "ConvexHead", "check_head_scoring", "HEAD_FEATURES", "refit_members", "check_head_options", "check_head_threshold",
            "best_cut", "HEAD_CS", "RECOMMENDED"]
 
 #: The recommended model's settings (``PrototypeMILClassifier.recommended``): the candidate of
@@ -53,6 +53,10 @@ RECOMMENDED = dict(
     head_penalty="l1",
     head_similarity=True,
 )
+
+#: What the convex head may read: every feature; the similarity block alone (MILES's embedding of the
+#: prototypes); or whichever of the two scores better on the head's inner folds.
+HEAD_FEATURES = ("all", "similarity", "inner")
 
 #: Inverse regularisation strengths tried on the inner folds (log-spaced, fixed before any data were seen).
 HEAD_CS = tuple(np.logspace(-3, 2, 11).tolist())
@@ -97,6 +101,16 @@ def push_prototypes(prototypes: np.ndarray, bags: Sequence[np.ndarray],
     return pushed, sources
 
 
+class ConvexHead(NamedTuple):
+    """A fitted convex head: ``weight`` (O, F), ``bias`` (O,), the chosen strength ``C`` and the
+    position ``columns`` of the chosen column set in ``column_sets`` (0 when there is one)."""
+
+    weight: np.ndarray
+    bias: np.ndarray
+    C: float
+    columns: int
+
+
 def fit_convex_head(
     features: np.ndarray,
     y_enc: np.ndarray,
@@ -108,7 +122,9 @@ def fit_convex_head(
     class_weight=None,
     random_state: int = 0,
     threshold: str = "fixed",
-) -> tuple[np.ndarray, np.ndarray, float]:
+    scoring: str = "log_loss",
+    column_sets: Sequence[np.ndarray] | None = None,
+) -> ConvexHead:
     """Logistic-regression head on frozen features, its strength chosen on inner folds.
 
     Parameters
@@ -116,7 +132,7 @@ def fit_convex_head(
     features : ndarray (n_bags, F), the model's features of the training bags
     y_enc : labels 0 .. n_classes - 1
     penalty : "l2" or "l1"
-    Cs : inverse strengths tried; the one of best mean inner log-loss wins
+    Cs : inverse strengths tried; the one of best mean inner score wins (the smallest on ties)
     inner_folds : stratified inner folds of the training bags (fewer when a class is smaller)
     class_weight : None, "balanced" or a dict {encoded class: weight}, as in scikit-learn
     threshold : "fixed" or "inner"
@@ -125,12 +141,19 @@ def fit_convex_head(
         ``class_weight="balanced"``) over the out-of-fold decision values of the same inner
         folds at the chosen strength (:func:`best_cut`), folded into the bias, so the
         probabilities shift and the ranking (AUC) stays as it is.
+    scoring : "log_loss" or "accuracy"
+        The inner score that chooses the strength (and the column set): mean log-loss, or
+        accuracy (balanced accuracy with ``class_weight="balanced"``) of the inner folds' held-out bags.
+    column_sets : sequence of integer index arrays, optional
+        Column subsets of ``features`` to choose among on the same inner folds (with the
+        strength): the set whose best strength scores best wins, the first on ties; the
+        other columns get weight 0. ``None``: every column.
 
     Returns
     -------
-    weight : ndarray (O, F) with O = 1 for two classes (the model's sigmoid head), else n_classes
-    bias : ndarray (O,)
-    C : the chosen strength
+    ConvexHead
+        ``weight`` (O, F) with O = 1 for two classes (the model's sigmoid head), else n_classes;
+        ``bias`` (O,); the chosen ``C``; ``columns``, the chosen set's position in ``column_sets``.
     """
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegressionCV
@@ -139,8 +162,12 @@ def fit_convex_head(
     if penalty not in ("l1", "l2"):
         raise ValueError(f"head penalty must be 'l1' or 'l2', got {penalty!r}.")
     check_head_threshold(threshold, n_classes)
+    check_head_scoring(scoring)
     X = np.asarray(features, dtype=np.float64)
     y = np.asarray(y_enc, dtype=np.int64)
+    sets = [np.arange(X.shape[1])] if column_sets is None else [np.asarray(c, dtype=np.int64) for c in column_sets]
+    if not sets or any(c.ndim != 1 or c.size == 0 for c in sets):
+        raise ValueError("column_sets must hold at least one non-empty array of column indices.")
     mean, scale = X.mean(0), X.std(0)
     scale = np.where(scale > 1e-12, scale, 1.0)  # a constant feature carries nothing; keep it finite
     Z = (X - mean) / scale
@@ -148,15 +175,23 @@ def fit_convex_head(
     if k < 2:
         raise ValueError("the convex head needs at least 2 training bags of every class for its inner folds.")
     solver = "liblinear" if n_classes == 2 else "saga"
-    lr = LogisticRegressionCV(
-        Cs=list(Cs), cv=StratifiedKFold(k, shuffle=True, random_state=int(random_state)),
-        l1_ratios=(1.0 if penalty == "l1" else 0.0,), solver=solver, scoring="neg_log_loss",
-        class_weight=class_weight, max_iter=5000, random_state=int(random_state), use_legacy_attributes=False,
-    )
+    score_name = {"log_loss": "neg_log_loss",
+                  "accuracy": "balanced_accuracy" if class_weight == "balanced" else "accuracy"}[scoring]
+    fits = []
     with warnings.catch_warnings():
         # Extreme strengths may stop early; that only lowers their inner score.
         warnings.simplefilter("ignore", ConvergenceWarning)
-        lr.fit(Z, y)
+        for cols in sets:
+            lr = LogisticRegressionCV(
+                Cs=list(Cs), cv=StratifiedKFold(k, shuffle=True, random_state=int(random_state)),
+                l1_ratios=(1.0 if penalty == "l1" else 0.0,), solver=solver, scoring=score_name,
+                class_weight=class_weight, max_iter=5000, random_state=int(random_state), use_legacy_attributes=False,
+            )
+            lr.fit(Z[:, cols], y)
+            # The mean inner score at the strength LogisticRegressionCV chose (its best).
+            fits.append((float(np.max(np.asarray(lr.scores_).mean(0))), lr))
+        best = int(np.argmax([f[0] for f in fits]))  # argmax: the first set on ties
+        lr, cols = fits[best][1], sets[best]
         C = float(np.ravel(lr.C_)[0])
         cut = 0.0
         if threshold == "inner":
@@ -165,11 +200,14 @@ def fit_convex_head(
 
             one = LogisticRegression(C=C, l1_ratio=1.0 if penalty == "l1" else 0.0, solver=solver,
                                      class_weight=class_weight, max_iter=5000, random_state=int(random_state))
-            scores = cross_val_predict(one, Z, y, cv=StratifiedKFold(k, shuffle=True, random_state=int(random_state)),
+            scores = cross_val_predict(one, Z[:, cols], y,
+                                       cv=StratifiedKFold(k, shuffle=True, random_state=int(random_state)),
                                        method="decision_function")
             cut = best_cut(scores, y, balanced=class_weight == "balanced")
-    coef, intercept = lr.coef_ / scale, lr.intercept_ - cut - (lr.coef_ * mean / scale).sum(1)
-    return coef, intercept, C
+    coef = np.zeros((lr.coef_.shape[0], X.shape[1]))
+    coef[:, cols] = lr.coef_ / scale[cols]
+    intercept = lr.intercept_ - cut - (lr.coef_ * mean[cols] / scale[cols]).sum(1)
+    return ConvexHead(coef, intercept, C, best)
 
 
 def best_cut(scores: np.ndarray, y: np.ndarray, *, balanced: bool = False) -> float:
@@ -193,6 +231,12 @@ def best_cut(scores: np.ndarray, y: np.ndarray, *, balanced: bool = False) -> fl
     return float(cuts[best[np.argmin(np.abs(cuts[best]))]])
 
 
+def check_head_scoring(scoring: str) -> None:
+    """One-line error for a head scoring the convex head does not know."""
+    if scoring not in ("log_loss", "accuracy"):
+        raise ValueError(f"head_scoring must be 'log_loss' or 'accuracy', got {scoring!r}.")
+
+
 def check_head_threshold(threshold: str, n_classes: int | None = None) -> None:
     """One-line errors for a head threshold that cannot work."""
     if threshold not in ("fixed", "inner"):
@@ -203,7 +247,8 @@ def check_head_threshold(threshold: str, n_classes: int | None = None) -> None:
 
 def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: str, penalty: str = "l2",
                   class_weight=None, threshold: str = "fixed", similarity: bool = False,
-                  chunk_size: int = 65_536) -> tuple[np.ndarray | None, list | None]:
+                  scoring: str = "log_loss", features: str = "all",
+                  chunk_size: int = 65_536) -> tuple[np.ndarray | None, list | None, list | None]:
     """Push (optionally) and refit the head (``head="logistic"``) of each trained model, in place.
 
     ``std_bags`` are the training bags as the models see them (standardised);
@@ -211,8 +256,10 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
     ``similarity``: the head also reads MILES's similarity of each prototype
     (:meth:`~minitorch_proto.model.PrototypeMIL.add_similarity`), its width the median distance
     between (up to 1,000 sampled) training instances, as MILES sets it.
+    ``scoring`` and ``features`` (one of :data:`HEAD_FEATURES`) as the estimator's ``head_scoring``
+    and ``head_features``.
     Returns the prototype sources (n_models, D, 2) when pushing, and the chosen
-    strengths when refitting the head (else None for each).
+    strengths and feature sets ("all" or "similarity") when refitting the head (else None for each).
     """
     if isinstance(class_weight, dict):
         known = set(np.asarray(classes).tolist())
@@ -220,7 +267,7 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
         if unknown:
             raise ValueError(f"class_weight names classes {unknown} that are not in y ({sorted(known)}).")
         class_weight = {int(np.flatnonzero(np.asarray(classes) == c)[0]): float(w) for c, w in class_weight.items()}
-    sources, cs = [], []
+    sources, cs, chosen = [], [], []
     sizes = np.array([len(b) for b in std_bags])
     bag_index = np.repeat(np.arange(len(std_bags)), sizes)
     flat = np.concatenate(std_bags)
@@ -235,16 +282,21 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
                 if similarity:
                     model.add_similarity(median_pairwise_distance(flat, random_state=int(seed)) ** 2)
                 feats = model.features_chunked(flat, bag_index, len(std_bags), int(chunk_size)).double().numpy()
-                w, b, c = fit_convex_head(feats, y_enc, len(classes), penalty=penalty, class_weight=class_weight,
-                                          random_state=int(seed), threshold=threshold)
-                model.weight.copy_(torch.as_tensor(w, dtype=model.weight.dtype))
-                model.bias.copy_(torch.as_tensor(b, dtype=model.bias.dtype))
-                cs.append(c)
-    return (np.stack(sources) if sources else None), (cs if cs else None)
+                # The similarity block is the last D columns (PrototypeMIL.features).
+                names = {"all": ["all"], "similarity": ["similarity"], "inner": ["all", "similarity"]}[features]
+                every, sim = np.arange(feats.shape[1]), np.arange(feats.shape[1] - len(model.prototypes), feats.shape[1])
+                fit = fit_convex_head(feats, y_enc, len(classes), penalty=penalty, class_weight=class_weight,
+                                      random_state=int(seed), threshold=threshold, scoring=scoring,
+                                      column_sets=[every if n == "all" else sim for n in names])
+                model.weight.copy_(torch.as_tensor(fit.weight, dtype=model.weight.dtype))
+                model.bias.copy_(torch.as_tensor(fit.bias, dtype=model.bias.dtype))
+                cs.append(fit.C)
+                chosen.append(names[fit.columns])
+    return (np.stack(sources) if sources else None), (cs or None), (chosen or None)
 
 
 def check_head_options(head: str, class_weight, bias: bool, monotone: bool, threshold: str = "fixed",
-                       similarity: bool = False) -> None:
+                       similarity: bool = False, scoring: str = "log_loss", features: str = "all") -> None:
     """One-line errors for head settings that cannot work together (checked before training)."""
     if head not in ("gradient", "logistic"):
         raise ValueError(f"head must be 'gradient' or 'logistic', got {head!r}.")
@@ -252,6 +304,13 @@ def check_head_options(head: str, class_weight, bias: bool, monotone: bool, thre
         raise ValueError(f"head_similarity must be True or False, got {similarity!r}.")
     if similarity and head != "logistic":
         raise ValueError("head_similarity=True needs head='logistic' (the similarity block is fitted by the convex head).")
+    check_head_scoring(scoring)
+    if head == "gradient" and scoring != "log_loss":
+        raise ValueError("head_scoring='accuracy' needs head='logistic' (it chooses that head's strength).")
+    if features not in HEAD_FEATURES:
+        raise ValueError(f"head_features must be one of {list(HEAD_FEATURES)}, got {features!r}.")
+    if features != "all" and not similarity:
+        raise ValueError(f"head_features={features!r} needs head_similarity=True (it selects the similarity block).")
     check_head_threshold(threshold)
     if head == "gradient" and threshold != "fixed":
         raise ValueError("head_threshold='inner' needs head='logistic' (the cut is set on that head's inner folds).")

@@ -115,6 +115,14 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         standardised instances, with sigma the median distance between (up to 1,000 sampled)
         training instances. The head's weight then has ``D * len(pooling) + D`` columns,
         the similarity block last; every explanation in ``minitorch_proto.evaluation`` covers it.
+    head_scoring : {"log_loss", "accuracy"}, default="log_loss"
+        What chooses the "logistic" head's strength (and ``head_features="inner"``'s choice) on
+        its inner folds: mean log-loss, or accuracy (balanced accuracy with
+        ``class_weight="balanced"``) of the held-out inner bags.
+    head_features : {"all", "similarity", "inner"}, default="all"
+        What the "logistic" head reads (the others get weight 0): every feature; only the
+        similarity block (MILES's embedding of the prototypes; needs ``head_similarity=True``);
+        or whichever of the two scores better on the head's inner folds, per member.
 
     Attributes
     ----------
@@ -128,6 +136,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         prototype of each member is, positions in the bags given to ``fit``.
     head_C_ : list of float
         Only with ``head="logistic"``: each member's chosen inverse strength.
+    head_features_ : list of str
+        Only with ``head="logistic"``: what each member's head reads, "all" or "similarity".
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when fitted on DataFrame bags (or with ``feature_names=``); predicting
@@ -180,6 +190,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         class_weight=None,
         head_threshold: str = "fixed",
         head_similarity: bool = False,
+        head_scoring: str = "log_loss",
+        head_features: str = "all",
     ) -> None:
         self.n_prototypes = n_prototypes
         self.distance = distance
@@ -218,6 +230,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         self.class_weight = class_weight
         self.head_threshold = head_threshold
         self.head_similarity = head_similarity
+        self.head_scoring = head_scoring
+        self.head_features = head_features
 
     def __sklearn_tags__(self):
         # A classifier whose ``transform`` gives the distance features, so it is also a
@@ -351,7 +365,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
         mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
         check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone), self.head_threshold,
-                           self.head_similarity)
+                           self.head_similarity, self.head_scoring, self.head_features)
         k = self._n_members()
         check_chunk_size(self.chunk_size)
         prepared, classes0 = [], None
@@ -412,14 +426,15 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         """Push each member's prototypes onto training instances, then refit its head (convex)."""
         from .convex_head import refit_members
 
-        sources, cs = refit_members(self.models_, std_bags, y_enc, classes, seeds, push=bool(self.push),
-                                    head=self.head, penalty=self.head_penalty, class_weight=self.class_weight,
-                                    threshold=self.head_threshold, similarity=bool(self.head_similarity),
-                                    chunk_size=int(self.chunk_size))
+        sources, cs, chosen = refit_members(
+            self.models_, std_bags, y_enc, classes, seeds, push=bool(self.push), head=self.head,
+            penalty=self.head_penalty, class_weight=self.class_weight, threshold=self.head_threshold,
+            similarity=bool(self.head_similarity), scoring=self.head_scoring, features=self.head_features,
+            chunk_size=int(self.chunk_size))
         if sources is not None:
             self.prototype_sources_ = sources
         if cs is not None:
-            self.head_C_ = cs
+            self.head_C_, self.head_features_ = cs, chosen
 
     def _n_members(self) -> int:
         k = int(self.n_seeds)

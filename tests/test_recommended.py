@@ -62,11 +62,11 @@ def test_class_weights_equal_duplicated_bags():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(30, 4))
     y = (X[:, 0] + 0.5 * rng.normal(size=30) > 0.3).astype(int)
-    w, b, _ = fit_convex_head(X, y, 2, Cs=[1.0], class_weight={1: 2.0})
+    w, b, *_ = fit_convex_head(X, y, 2, Cs=[1.0], class_weight={1: 2.0})
     twice = np.concatenate([X, X[y == 1]]), np.concatenate([y, y[y == 1]])
     # Duplicating moves the standardisation statistics; feed the weighted fit the same ones.
     mean, scale = twice[0].mean(0), twice[0].std(0)
-    w2, b2, _ = fit_convex_head(*twice, 2, Cs=[1.0])
+    w2, b2, *_ = fit_convex_head(*twice, 2, Cs=[1.0])
     Z = (X - mean) / scale
     from sklearn.linear_model import LogisticRegression
 
@@ -297,3 +297,97 @@ def test_a_similarity_coefficient_counts_as_closeness_in_the_evidence_colour():
     assert _evidence_colour(pd.Series({"coef_min": 0.1, "coef_similarity": 0.5})) == POS_COLOUR
     assert _evidence_colour(pd.Series({"coef_min": 0.1, "coef_similarity": 0.05})) == NEG_COLOUR
     assert _evidence_colour(pd.Series({"coef_min": -0.1, "coef_mean": 0.05})) == POS_COLOUR
+
+
+def _inner_scores(Z, y, Cs, scoring, seed, k=3):
+    """Mean inner score per C, computed by hand on the folds the head uses."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    cv = StratifiedKFold(k, shuffle=True, random_state=seed)
+    return np.array([cross_val_score(LogisticRegression(C=c, l1_ratio=1.0, solver="liblinear", max_iter=5000,
+                                                        random_state=seed), Z, y, cv=cv, scoring=scoring).mean()
+                     for c in Cs])
+
+
+@pytest.mark.parametrize("scoring, sk_name", [("accuracy", "accuracy"), ("log_loss", "neg_log_loss")])
+def test_the_head_strength_is_the_best_inner_score(scoring, sk_name):
+    rng = np.random.default_rng(0)  # data on which the two scorings choose different strengths
+    X = rng.normal(size=(60, 8))
+    y = (X[:, 0] - X[:, 1] + rng.normal(size=60) > 0).astype(int)
+    Z = (X - X.mean(0)) / X.std(0)
+    scores = _inner_scores(Z, y, HEAD_CS, sk_name, seed=5)
+    head = fit_convex_head(X, y, 2, penalty="l1", scoring=scoring, random_state=5)
+    assert head.C == HEAD_CS[int(np.argmax(scores))]  # the first (strongest) on ties, as argmax takes
+    assert head.columns == 0
+    other = fit_convex_head(X, y, 2, penalty="l1", scoring={"accuracy": "log_loss"}.get(scoring, "accuracy"),
+                            random_state=5)
+    assert other.C != head.C
+
+
+def test_the_head_reads_the_column_set_that_scores_best_inside():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(80, 10))
+    y = (X[:, 7] + X[:, 8] + 0.3 * rng.normal(size=80) > 0).astype(int)  # only columns 6-9 carry the label
+    noise, signal = np.arange(0, 6), np.arange(6, 10)
+    Z = (X - X.mean(0)) / X.std(0)
+    by_hand = [_inner_scores(Z[:, c], y, HEAD_CS, "accuracy", seed=2).max() for c in (noise, signal)]
+    head = fit_convex_head(X, y, 2, penalty="l1", scoring="accuracy", random_state=2, column_sets=[noise, signal])
+    assert head.columns == int(np.argmax(by_hand)) == 1
+    assert np.all(head.weight[:, noise] == 0) and np.any(head.weight[:, signal] != 0)
+    # the chosen set's head is the head fitted on those columns alone
+    alone = fit_convex_head(X[:, signal], y, 2, penalty="l1", scoring="accuracy", random_state=2)
+    np.testing.assert_allclose(head.weight[:, signal], alone.weight, rtol=1e-10)
+    np.testing.assert_allclose(head.bias, alone.bias, rtol=1e-10)
+    with pytest.raises(ValueError, match="column_sets must hold"):
+        fit_convex_head(X, y, 2, column_sets=[np.array([], dtype=int)])
+    with pytest.raises(ValueError, match="head_scoring must be"):
+        fit_convex_head(X, y, 2, scoring="auc")
+
+
+def test_balanced_class_weight_scores_the_head_by_balanced_accuracy():
+    rng = np.random.default_rng(0)  # data on which accuracy and balanced accuracy choose different strengths
+    X = rng.normal(size=(90, 6))
+    y = (X[:, 0] + rng.normal(size=90) > 1.0).astype(int)  # about one bag in five positive
+    Z = (X - X.mean(0)) / X.std(0)
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+
+    cv = StratifiedKFold(3, shuffle=True, random_state=1)
+    scores = [cross_val_score(LogisticRegression(C=c, l1_ratio=1.0, solver="liblinear", class_weight="balanced",
+                                                 max_iter=5000, random_state=1), Z, y, cv=cv,
+                              scoring="balanced_accuracy").mean() for c in HEAD_CS]
+    head = fit_convex_head(X, y, 2, penalty="l1", scoring="accuracy", class_weight="balanced", random_state=1)
+    assert head.C == HEAD_CS[int(np.argmax(scores))]
+    plain = [cross_val_score(LogisticRegression(C=c, l1_ratio=1.0, solver="liblinear", class_weight="balanced",
+                                                max_iter=5000, random_state=1), Z, y, cv=cv,
+                             scoring="accuracy").mean() for c in HEAD_CS]
+    assert HEAD_CS[int(np.argmax(plain))] != head.C
+
+
+def test_head_features_choose_the_similarity_block_or_everything(data):
+    bags, y = data
+    sim = PrototypeMILClassifier.recommended(head_features="similarity", head_scoring="accuracy", random_state=3,
+                                             **FAST).fit(bags, y)
+    D = sim.model_.prototypes.shape[0]
+    w = sim.model_.weight.detach().numpy()
+    assert np.all(w[:, :-D] == 0) and np.any(w[:, -D:] != 0)
+    assert sim.head_features_ == ["similarity"]
+    inner = PrototypeMILClassifier.recommended(head_features="inner", head_scoring="accuracy", n_seeds=2,
+                                               random_state=3, **FAST).fit(bags, y)
+    assert len(inner.head_features_) == 2 and set(inner.head_features_) <= {"all", "similarity"}
+    for m, chosen in zip(inner.models_, inner.head_features_):
+        pooled = m.weight.detach().numpy()[:, :-D]
+        assert np.all(pooled == 0) if chosen == "similarity" else True
+    # the member's head is the one fitted on the set it names
+    again = PrototypeMILClassifier.recommended(head_features=inner.head_features_[0], head_scoring="accuracy",
+                                               random_state=3, **FAST).fit(bags, y)
+    np.testing.assert_allclose(again.model_.weight.detach().numpy(), inner.model_.weight.detach().numpy(), rtol=1e-6)
+    plain = PrototypeMILClassifier.recommended(random_state=3, **FAST).fit(bags, y)
+    assert plain.head_features_ == ["all"]
+    with pytest.raises(ValueError, match="head_features='similarity' needs head_similarity=True"):
+        PrototypeMILClassifier.recommended(head_features="similarity", head_similarity=False, **FAST).fit(bags, y)
+    with pytest.raises(ValueError, match="head_features must be one of"):
+        PrototypeMILClassifier.recommended(head_features="pooled", **FAST).fit(bags, y)
+    with pytest.raises(ValueError, match="head_scoring='accuracy' needs head='logistic'"):
+        PrototypeMILClassifier(head_scoring="accuracy", **FAST).fit(bags, y)
