@@ -30,13 +30,14 @@ __all__ = ["push_prototypes", "fit_convex_head", "ConvexHead", "check_head_scori
 
 #: The recommended model's settings (``PrototypeMILClassifier.recommended``): the candidate of
 #: ``benchmarks/recommended_lodo.py`` with the best mean AUC over the five benchmarks and MNIST-bags, a
-#: development set scored on tuning seeds only ("cosine, D1024, L1 head, similarity": 1,024 k-means++
-#: instance prototypes, cosine distance, layer norm on, an L1 head that also reads MILES's similarity of each
-#: pushed prototype). Leave-one-data-set-out picked the same recipe for all five held-out benchmarks. It comes
-#: from the script's fourth round of candidates, written after the first three rounds, the ablation, the
-#: paired variants of the round-3 recipe ("cosine, D1024, L1 head", shipped before) and a probe of the
-#: similarity block had been seen. Frozen results: the book's tables ``recommended_candidates`` and
-#: ``recommended_candidates_mnist``; what each ingredient of the round-2 recipe is worth: ``recommended_ablation``.
+#: development set scored on tuning seeds only ("cosine, D1024, L1 head, similarity, features and C by inner
+#: accuracy": 1,024 k-means++ instance prototypes, cosine distance, layer norm on, an L1 head that may also read
+#: MILES's similarity of each pushed prototype, its strength and whether it reads every feature or the similarity
+#: block alone chosen by accuracy on its inner folds). Leave-one-data-set-out picked the same recipe for all five
+#: held-out benchmarks. It comes from the script's fifth round of candidates, written after the first four rounds,
+#: the ablation, the paired variants and probes of the similarity block and of the head's inner scoring had been
+#: seen. Frozen results: the book's tables ``recommended_candidates`` and ``recommended_candidates_mnist``; what
+#: each ingredient of the round-2 recipe is worth: ``recommended_ablation``.
 RECOMMENDED = dict(
     distance="cosine",
     n_prototypes=1024,
@@ -52,6 +53,8 @@ RECOMMENDED = dict(
     head="logistic",
     head_penalty="l1",
     head_similarity=True,
+    head_scoring="accuracy",
+    head_features="inner",
 )
 
 #: What the convex head may read: every feature; the similarity block alone (MILES's embedding of the

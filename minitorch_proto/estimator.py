@@ -251,9 +251,11 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         One recipe for every data set (:data:`~minitorch_proto.convex_head.RECOMMENDED`):
         1,024 k-means++ prototypes from the training instances, cosine distance, min/mean/max
         pooling, a short training, each prototype pushed onto its nearest training instance
-        (nearest in the cosine distance), and an L1 (sparse) logistic head, its strength chosen
-        on inner folds, that reads the pooled distances and MILES's similarity of each prototype
-        (``head_similarity=True``). ``overrides`` are ordinary
+        (nearest in the cosine distance), and an L1 (sparse) logistic head that reads the pooled
+        distances and MILES's similarity of each prototype (``head_similarity=True``), or the
+        similarity alone; its strength and which of the two it reads are chosen by accuracy on
+        inner folds of the training bags (``head_scoring="accuracy"``, ``head_features="inner"``).
+        ``overrides`` are ordinary
         parameters; the result is an ordinary estimator (``clone``, ``save``/``load`` work).
         """
         return cls(**{**RECOMMENDED, **overrides})
@@ -484,11 +486,13 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         from .training.distributed import train_streaming
 
         mconf, tconf = self.model_config(), self.train_config()
-        if self.push or self.head != "gradient" or self.head_similarity:
+        if (self.push or self.head != "gradient" or self.head_similarity or self.head_scoring != "log_loss"
+                or self.head_features != "all"):
             # The push and the convex head read every training bag after training, which the
             # streaming trainer never holds; refuse rather than return a model without them.
-            raise ValueError("fit_streaming trains the paper's model only: it needs push=False, head='gradient' "
-                             "and head_similarity=False; use fit for the others.")
+            raise ValueError("fit_streaming trains the paper's model only: it needs push=False, head='gradient', "
+                             "head_similarity=False and the head_scoring and head_features defaults; "
+                             "use fit for the others.")
         if not hasattr(bags, "rows"):
             bags = check_bags(bags)  # a lazy dataset checks its files itself, as it reads them
         y_enc, classes = check_labels(y, len(bags))

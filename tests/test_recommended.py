@@ -241,7 +241,7 @@ def test_the_similarity_block_is_miles_embedding_on_the_pushed_prototypes(data, 
     assert float(model.similarity_sigma2) == pytest.approx(sigma**2, rel=1e-6)
     assert model.weight.shape == (1, 3 * D + D)
     feats = clf.transform(bags)
-    without = PrototypeMILClassifier.recommended(head_similarity=False, random_state=4, **FAST).fit(bags, y)
+    without = PrototypeMILClassifier.recommended(head_similarity=False, head_features="all", random_state=4, **FAST).fit(bags, y)
     # Training and the push do not depend on the head: the same prototypes, the same distance block.
     np.testing.assert_array_equal(model.prototypes.detach().numpy(), without.model_.prototypes.detach().numpy())
     np.testing.assert_allclose(feats[:, : 3 * D], without.transform(bags), rtol=1e-5, atol=1e-6)
@@ -277,7 +277,7 @@ def test_the_similarity_block_is_checked_and_explained(data):
                                coefs["coef_min"] * sd[:6] - coefs["coef_similarity"] * sd[-6:])
     with pytest.raises(ValueError, match="needs the training bags"):
         closeness_coefficients(clf)
-    plain = PrototypeMILClassifier.recommended(head_similarity=False, **FAST).fit(bags, y)
+    plain = PrototypeMILClassifier.recommended(head_similarity=False, head_features="all", **FAST).fit(bags, y)
     np.testing.assert_array_equal(closeness_coefficients(plain), prototype_coefficients(plain)["coef_min"])
     with pytest.raises(ValueError, match="needs a two-class model with min pooling"):
         closeness_coefficients(PrototypeMILClassifier.recommended(pooling=("mean",), **FAST).fit(bags, y))
