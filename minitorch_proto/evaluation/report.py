@@ -201,8 +201,9 @@ _PROTOTYPE_BUDGETS = {
     "prototype (monotone)": "unit-test page's settings (chosen on synthetic bags), one model per fold",
     "prototype (tuned ensemble)": "nested inner-CV search over 27 of 1,458 settings (successive halving) "
                                   "+ 5-seed ensemble",
-    "prototype (recommended)": "recipe chosen leave-one-data-set-out among 8 candidates (two rounds); "
-                               "head's C tuned on 3 inner folds, one model per fold",
+    # The number of candidates and rounds grows with each round; page 08 counts them from the frozen table.
+    "prototype (recommended)": "recipe chosen leave-one-data-set-out among the candidates of page 08; "
+                               "the head's strength and features chosen on 3 inner folds, one model per fold",
 }
 #: Prefix of the fixed ladder rungs' labels in a comparison (``"ladder rung '+ rates'"``).
 LADDER_RUNG_PREFIX = "ladder rung "
