@@ -25,8 +25,8 @@ import torch
 
 from .distances import median_pairwise_distance
 
-__all__ = ["push_prototypes", "fit_convex_head", "ConvexHead", "check_head_scoring", "HEAD_FEATURES", "refit_members", "check_head_options", "check_head_threshold",
-           "best_cut", "HEAD_CS", "RECOMMENDED"]
+__all__ = ["push_prototypes", "fit_convex_head", "ConvexHead", "refit_members", "check_head_options",
+           "check_head_scoring", "check_head_threshold", "best_cut", "HEAD_CS", "HEAD_FEATURES", "RECOMMENDED"]
 
 #: The recommended model's settings (``PrototypeMILClassifier.recommended``): the candidate of
 #: ``benchmarks/recommended_lodo.py`` with the best mean AUC over the five benchmarks and MNIST-bags, a

@@ -116,13 +116,11 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         training instances. The head's weight then has ``D * len(pooling) + D`` columns,
         the similarity block last; every explanation in ``minitorch_proto.evaluation`` covers it.
     head_scoring : {"log_loss", "accuracy"}, default="log_loss"
-        What chooses the "logistic" head's strength (and ``head_features="inner"``'s choice) on
-        its inner folds: mean log-loss, or accuracy (balanced accuracy with
-        ``class_weight="balanced"``) of the held-out inner bags.
+        What chooses the "logistic" head's strength (and ``head_features="inner"``'s set) on its inner
+        folds: log-loss, or accuracy (balanced accuracy with ``class_weight="balanced"``).
     head_features : {"all", "similarity", "inner"}, default="all"
-        What the "logistic" head reads (the others get weight 0): every feature; only the
-        similarity block (MILES's embedding of the prototypes; needs ``head_similarity=True``);
-        or whichever of the two scores better on the head's inner folds, per member.
+        What the "logistic" head reads (the rest get weight 0): every feature, the similarity block
+        alone (needs ``head_similarity=True``), or whichever of the two scores better inside.
 
     Attributes
     ----------
@@ -251,11 +249,9 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         One recipe for every data set (:data:`~minitorch_proto.convex_head.RECOMMENDED`):
         1,024 k-means++ prototypes from the training instances, cosine distance, min/mean/max
         pooling, a short training, each prototype pushed onto its nearest training instance
-        (nearest in the cosine distance), and an L1 (sparse) logistic head that reads the pooled
-        distances and MILES's similarity of each prototype (``head_similarity=True``), or the
-        similarity alone; its strength and which of the two it reads are chosen by accuracy on
-        inner folds of the training bags (``head_scoring="accuracy"``, ``head_features="inner"``).
-        ``overrides`` are ordinary
+        (nearest in the cosine distance), and an L1 logistic head on the pooled distances and MILES's
+        similarity of each prototype, or the similarity alone: its strength and that choice by inner
+        accuracy (``head_scoring="accuracy"``, ``head_features="inner"``). ``overrides`` are ordinary
         parameters; the result is an ordinary estimator (``clone``, ``save``/``load`` work).
         """
         return cls(**{**RECOMMENDED, **overrides})
@@ -490,9 +486,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
                 or self.head_features != "all"):
             # The push and the convex head read every training bag after training, which the
             # streaming trainer never holds; refuse rather than return a model without them.
-            raise ValueError("fit_streaming trains the paper's model only: it needs push=False, head='gradient', "
-                             "head_similarity=False and the head_scoring and head_features defaults; "
-                             "use fit for the others.")
+            raise ValueError("fit_streaming trains the paper's model only: it needs push=False, head='gradient' "
+                             "and the other head_* defaults; use fit for the others.")
         if not hasattr(bags, "rows"):
             bags = check_bags(bags)  # a lazy dataset checks its files itself, as it reads them
         y_enc, classes = check_labels(y, len(bags))
