@@ -218,6 +218,8 @@ def test_ablation_table_pairs_every_row_with_the_shipped_recipe():
     assert table.attrs["diff_se"].loc["- push", "fox"] == 0.0
     text = ingredient_verdict(table, {"musk1": "Musk1", "fox": "Fox"})
     assert "'push' -0.015 (hurt Musk1; helped Fox)" in text and "'+ seeds'" in text
+    assert text.startswith("Taking one ingredient out of the shipped recipe changes")
+    assert ingredient_verdict(table, recipe="the round-2 recipe").startswith("Taking one ingredient out of the round-2")
     # Noise is not a finding: a removal whose differences stay within two SEs is said to be so.
     noisy = shipped.assign(method="- noise", accuracy=shipped["accuracy"] + rng.normal(0, 0.03, len(key)))
     quiet = recommended_ablation_table(pd.concat([shipped, noisy], ignore_index=True))

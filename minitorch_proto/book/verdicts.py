@@ -404,8 +404,11 @@ def comparison_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = 
     return " ".join(text)
 
 
-def ingredient_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None) -> str:
+def ingredient_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None, *,
+                       recipe: str = "the shipped recipe") -> str:
     """One or two sentences from :func:`~minitorch_proto.book.ranking.recommended_ablation_table`.
+
+    ``recipe`` names the recipe the rows were ablated from (the table's first row).
 
     Rows whose label starts with "-" take an ingredient out: they are listed from the costliest
     (most negative mean paired difference), each with the data sets where taking it out clearly
@@ -429,7 +432,7 @@ def ingredient_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = 
         said = [f"{verb} {', '.join(sets)}" for verb, sets in (("hurt", clearly(r, -1)), ("helped", clearly(r, 1)))
                 if sets]
         parts.append(f"'{short(r)}' {mean[r]:+.3f} ({'; '.join(said) if said else 'nowhere beyond two SE'})")
-    text = [f"Taking one ingredient out of the shipped recipe changes the mean accuracy over the {diff.shape[1]} "
+    text = [f"Taking one ingredient out of {recipe} changes the mean accuracy over the {diff.shape[1]} "
             f"benchmarks by (in brackets, where taking it out hurt or helped by more than two SE): "
             + "; ".join(parts) + "."] if parts else []
     if others:
