@@ -83,8 +83,8 @@ ROUND_4 = {
                                            "head_similarity": True},
 }
 #: Round 5, written after rounds 1-4 and two more exploratory probes on all five benchmarks (2 x 10 folds each, the
-#: round-4 recipe's pushed prototypes with the head refitted; kept as ``head_probe.py``). The round-4 head chooses its strength by inner log-loss; chosen by inner accuracy
-#: instead, accuracy moved +.033/-.020/+.040/-.003/+.003 (Musk1/Musk2/Fox/Tiger/Elephant). The similarity block
+#: round-4 recipe's pushed prototypes with the head refitted; kept as ``head_probe.py``). The round-4 head chooses
+#: its strength by inner log-loss; chosen by inner accuracy instead, accuracy moved +.033/-.020/+.040/-.003/+.003 (Musk1/Musk2/Fox/Tiger/Elephant). The similarity block
 #: alone (MILES's embedding of the prototypes) moved it +.053/+.015/+.050/-.043/-.062; choosing, per fold, between
 #: the block alone and every feature by the better inner accuracy moved it +.048/.000/+.053/-.003/+.003 (AUC
 #: +.027/+.003/+.026/-.001/+.001). This meta-choice saw every benchmark, as rounds 2-4 did; each benchmark's
@@ -195,7 +195,8 @@ def main() -> None:
                                  f"rounds 1-4 and probes of the head's inner scoring and feature set)",
                      choices=dict(zip(lodo["held out"], lodo["chosen on the others"])), shipped=shipped,
                      base=jsonable(BASE),
-                     candidates=CANDIDATES, round_2=list(ROUND_2), round_3=list(ROUND_3), round_4=list(ROUND_4), round_5=list(ROUND_5),
+                     candidates=CANDIDATES, round_2=list(ROUND_2), round_3=list(ROUND_3), round_4=list(ROUND_4),
+                     round_5=list(ROUND_5),
                      wall_seconds={f"{k[0]}|{k[1]}": round(v, 1) for k, v in walls.items()})
         print("frozen table recommended_candidates written")
 

@@ -60,6 +60,8 @@ RECOMMENDED = dict(
 #: What the convex head may read: every feature; the similarity block alone (MILES's embedding of the
 #: prototypes); or whichever of the two scores better on the head's inner folds.
 HEAD_FEATURES = ("all", "similarity", "inner")
+#: The column sets each choice compares on the inner folds ("inner" compares both).
+_HEAD_SETS = {"all": ("all",), "similarity": ("similarity",), "inner": ("all", "similarity")}
 
 #: Inverse regularisation strengths tried on the inner folds (log-spaced, fixed before any data were seen).
 HEAD_CS = tuple(np.logspace(-3, 2, 11).tolist())
@@ -286,11 +288,12 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
                     model.add_similarity(median_pairwise_distance(flat, random_state=int(seed)) ** 2)
                 feats = model.features_chunked(flat, bag_index, len(std_bags), int(chunk_size)).double().numpy()
                 # The similarity block is the last D columns (PrototypeMIL.features).
-                names = {"all": ["all"], "similarity": ["similarity"], "inner": ["all", "similarity"]}[features]
-                every, sim = np.arange(feats.shape[1]), np.arange(feats.shape[1] - len(model.prototypes), feats.shape[1])
+                columns = {"all": np.arange(feats.shape[1]),
+                           "similarity": np.arange(feats.shape[1] - len(model.prototypes), feats.shape[1])}
+                names = _HEAD_SETS[features]
                 fit = fit_convex_head(feats, y_enc, len(classes), penalty=penalty, class_weight=class_weight,
                                       random_state=int(seed), threshold=threshold, scoring=scoring,
-                                      column_sets=[every if n == "all" else sim for n in names])
+                                      column_sets=[columns[n] for n in names])
                 model.weight.copy_(torch.as_tensor(fit.weight, dtype=model.weight.dtype))
                 model.bias.copy_(torch.as_tensor(fit.bias, dtype=model.bias.dtype))
                 cs.append(fit.C)
