@@ -26,7 +26,8 @@ import torch
 from .distances import median_pairwise_distance
 
 __all__ = ["push_prototypes", "fit_convex_head", "ConvexHead", "refit_members", "check_head_options",
-           "check_head_scoring", "check_head_threshold", "best_cut", "HEAD_CS", "HEAD_FEATURES", "RECOMMENDED"]
+           "check_head_repeats", "check_head_scoring", "check_head_threshold", "best_cut", "HEAD_CS",
+           "HEAD_FEATURES", "RECOMMENDED"]
 
 #: The recommended model's settings (``PrototypeMILClassifier.recommended``): the candidate of
 #: ``benchmarks/recommended_lodo.py`` with the best mean AUC over the five benchmarks and MNIST-bags, a
@@ -129,6 +130,7 @@ def fit_convex_head(
     threshold: str = "fixed",
     scoring: str = "log_loss",
     column_sets: Sequence[np.ndarray] | None = None,
+    repeats: int = 1,
 ) -> ConvexHead:
     """Logistic-regression head on frozen features, its strength chosen on inner folds.
 
@@ -153,6 +155,10 @@ def fit_convex_head(
         Column subsets of ``features`` to choose among on the same inner folds (with the
         strength): the set whose best strength scores best wins, the first on ties; the
         other columns get weight 0. ``None``: every column.
+    repeats : int, default=1
+        How many times the inner folds are drawn (repeat ``r`` shuffles with ``random_state + r``):
+        strength, column set and cut are chosen on the mean over every repeat's held-out folds,
+        so one lucky partition of few bags weighs less in the choice. ``1``: one partition.
 
     Returns
     -------
@@ -168,6 +174,7 @@ def fit_convex_head(
         raise ValueError(f"head penalty must be 'l1' or 'l2', got {penalty!r}.")
     check_head_threshold(threshold, n_classes)
     check_head_scoring(scoring)
+    check_head_repeats(repeats)
     X = np.asarray(features, dtype=np.float64)
     y = np.asarray(y_enc, dtype=np.int64)
     sets = [np.arange(X.shape[1])] if column_sets is None else [np.asarray(c, dtype=np.int64) for c in column_sets]
@@ -182,13 +189,16 @@ def fit_convex_head(
     solver = "liblinear" if n_classes == 2 else "saga"
     score_name = {"log_loss": "neg_log_loss",
                   "accuracy": "balanced_accuracy" if class_weight == "balanced" else "accuracy"}[scoring]
+    # Repeat 0 is the one partition a single draw uses, so repeats=1 is unchanged.
+    partitions = [list(StratifiedKFold(k, shuffle=True, random_state=int(random_state) + r).split(X, y))
+                  for r in range(int(repeats))]
     fits = []
     with warnings.catch_warnings():
         # Extreme strengths may stop early; that only lowers their inner score.
         warnings.simplefilter("ignore", ConvergenceWarning)
         for cols in sets:
             lr = LogisticRegressionCV(
-                Cs=list(Cs), cv=StratifiedKFold(k, shuffle=True, random_state=int(random_state)),
+                Cs=list(Cs), cv=[split for part in partitions for split in part],
                 l1_ratios=(1.0 if penalty == "l1" else 0.0,), solver=solver, scoring=score_name,
                 class_weight=class_weight, max_iter=5000, random_state=int(random_state), use_legacy_attributes=False,
             )
@@ -205,10 +215,9 @@ def fit_convex_head(
 
             one = LogisticRegression(C=C, l1_ratio=1.0 if penalty == "l1" else 0.0, solver=solver,
                                      class_weight=class_weight, max_iter=5000, random_state=int(random_state))
-            scores = cross_val_predict(one, Z[:, cols], y,
-                                       cv=StratifiedKFold(k, shuffle=True, random_state=int(random_state)),
-                                       method="decision_function")
-            cut = best_cut(scores, y, balanced=class_weight == "balanced")
+            scores = [cross_val_predict(one, Z[:, cols], y, cv=part, method="decision_function")
+                      for part in partitions]
+            cut = best_cut(np.concatenate(scores), np.tile(y, len(partitions)), balanced=class_weight == "balanced")
     coef = np.zeros((lr.coef_.shape[0], X.shape[1]))
     coef[:, cols] = lr.coef_ / scale[cols]
     intercept = lr.intercept_ - cut - (lr.coef_ * mean[cols] / scale[cols]).sum(1)
@@ -242,6 +251,12 @@ def check_head_scoring(scoring: str) -> None:
         raise ValueError(f"head_scoring must be 'log_loss' or 'accuracy', got {scoring!r}.")
 
 
+def check_head_repeats(repeats) -> None:
+    """One-line error for a number of inner-fold repeats that is not a positive integer."""
+    if isinstance(repeats, (bool, np.bool_)) or not isinstance(repeats, (int, np.integer)) or repeats < 1:
+        raise ValueError(f"head_inner_repeats must be a positive integer, got {repeats!r}.")
+
+
 def check_head_threshold(threshold: str, n_classes: int | None = None) -> None:
     """One-line errors for a head threshold that cannot work."""
     if threshold not in ("fixed", "inner"):
@@ -252,7 +267,7 @@ def check_head_threshold(threshold: str, n_classes: int | None = None) -> None:
 
 def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: str, penalty: str = "l2",
                   class_weight=None, threshold: str = "fixed", similarity: bool = False,
-                  scoring: str = "log_loss", features: str = "all",
+                  scoring: str = "log_loss", features: str = "all", repeats: int = 1,
                   chunk_size: int = 65_536) -> tuple[np.ndarray | None, list | None, list | None]:
     """Push (optionally) and refit the head (``head="logistic"``) of each trained model, in place.
 
@@ -261,8 +276,8 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
     ``similarity``: the head also reads MILES's similarity of each prototype
     (:meth:`~minitorch_proto.model.PrototypeMIL.add_similarity`), its width the median distance
     between (up to 1,000 sampled) training instances, as MILES sets it.
-    ``scoring`` and ``features`` (one of :data:`HEAD_FEATURES`) as the estimator's ``head_scoring``
-    and ``head_features``.
+    ``scoring``, ``features`` (one of :data:`HEAD_FEATURES`) and ``repeats`` as the estimator's
+    ``head_scoring``, ``head_features`` and ``head_inner_repeats``.
     Returns the prototype sources (n_models, D, 2) when pushing, and the chosen
     strengths and feature sets ("all" or "similarity") when refitting the head (else None for each).
     """
@@ -293,7 +308,7 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
                 names = _HEAD_SETS[features]
                 fit = fit_convex_head(feats, y_enc, len(classes), penalty=penalty, class_weight=class_weight,
                                       random_state=int(seed), threshold=threshold, scoring=scoring,
-                                      column_sets=[columns[n] for n in names])
+                                      column_sets=[columns[n] for n in names], repeats=repeats)
                 model.weight.copy_(torch.as_tensor(fit.weight, dtype=model.weight.dtype))
                 model.bias.copy_(torch.as_tensor(fit.bias, dtype=model.bias.dtype))
                 cs.append(fit.C)
@@ -302,7 +317,8 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
 
 
 def check_head_options(head: str, class_weight, bias: bool, monotone: bool, threshold: str = "fixed",
-                       similarity: bool = False, scoring: str = "log_loss", features: str = "all") -> None:
+                       similarity: bool = False, scoring: str = "log_loss", features: str = "all",
+                       repeats: int = 1) -> None:
     """One-line errors for head settings that cannot work together (checked before training)."""
     if head not in ("gradient", "logistic"):
         raise ValueError(f"head must be 'gradient' or 'logistic', got {head!r}.")
@@ -313,6 +329,9 @@ def check_head_options(head: str, class_weight, bias: bool, monotone: bool, thre
     check_head_scoring(scoring)
     if head == "gradient" and scoring != "log_loss":
         raise ValueError("head_scoring='accuracy' needs head='logistic' (it chooses that head's strength).")
+    check_head_repeats(repeats)
+    if head == "gradient" and repeats != 1:
+        raise ValueError("head_inner_repeats > 1 needs head='logistic' (it repeats that head's inner folds).")
     if features not in HEAD_FEATURES:
         raise ValueError(f"head_features must be one of {list(HEAD_FEATURES)}, got {features!r}.")
     if features != "all" and not similarity:

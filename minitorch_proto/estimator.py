@@ -121,6 +121,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     head_features : {"all", "similarity", "inner"}, default="all"
         What the "logistic" head reads (the rest get weight 0): every feature, the similarity block
         alone (needs ``head_similarity=True``), or whichever of the two scores better inside.
+    head_inner_repeats : int, default=1
+        Draws of the "logistic" head's inner folds; its choices take the mean score over all of them.
 
     Attributes
     ----------
@@ -190,6 +192,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         head_similarity: bool = False,
         head_scoring: str = "log_loss",
         head_features: str = "all",
+        head_inner_repeats: int = 1,
     ) -> None:
         self.n_prototypes = n_prototypes
         self.distance = distance
@@ -230,6 +233,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         self.head_similarity = head_similarity
         self.head_scoring = head_scoring
         self.head_features = head_features
+        self.head_inner_repeats = head_inner_repeats
 
     def __sklearn_tags__(self):
         # A classifier whose ``transform`` gives the distance features, so it is also a
@@ -292,15 +296,13 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         :class:`PrototypeMIL` holding the current parameters (``standardizer_`` is
         already fitted by then).
         """
-        if feature_names is not None:
-            names = [str(n) for n in feature_names]
-            n_cols = np.shape(bags[0])[-1] if len(bags) else None
-            if n_cols is not None and len(names) != n_cols:
-                raise ValueError(f"feature_names has {len(names)} names but the bags have {n_cols} features.")
-            self._train([(bags, y)], [self], on_epoch_end)
+        names = None if feature_names is None else [str(n) for n in feature_names]
+        n_cols = np.shape(bags[0])[-1] if names is not None and len(bags) else None
+        if n_cols is not None and len(names) != n_cols:
+            raise ValueError(f"feature_names has {len(names)} names but the bags have {n_cols} features.")
+        self._train([(bags, y)], [self], on_epoch_end)
+        if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
-        else:
-            self._train([(bags, y)], [self], on_epoch_end)
         return self
 
     def fit_seeds(self, bags: Sequence[np.ndarray], y, seeds: Sequence[int]) -> list["PrototypeMILClassifier"]:
@@ -363,7 +365,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
         mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
         check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone), self.head_threshold,
-                           self.head_similarity, self.head_scoring, self.head_features)
+                           self.head_similarity, self.head_scoring, self.head_features, self.head_inner_repeats)
         k = self._n_members()
         check_chunk_size(self.chunk_size)
         prepared, classes0 = [], None
@@ -428,7 +430,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             self.models_, std_bags, y_enc, classes, seeds, push=bool(self.push), head=self.head,
             penalty=self.head_penalty, class_weight=self.class_weight, threshold=self.head_threshold,
             similarity=bool(self.head_similarity), scoring=self.head_scoring, features=self.head_features,
-            chunk_size=int(self.chunk_size))
+            repeats=int(self.head_inner_repeats), chunk_size=int(self.chunk_size))
         if sources is not None:
             self.prototype_sources_ = sources
         if cs is not None:
@@ -468,22 +470,20 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     def fit_streaming(self, bags, y, *, dtype: torch.dtype = torch.float32) -> "PrototypeMILClassifier":
         """Fit reading the bags lazily, in bounded memory, in one process or data-parallel under torchrun.
 
-        Same model and training semantics as :meth:`fit` (the reference trainer's),
-        run by :func:`~minitorch_proto.training.distributed.train_streaming`: each bag
-        is read when its minibatch comes up, ``chunk_size`` instances at a time, and
-        the standardisation is fitted in one streaming pass. Inside an initialised
-        ``torch.distributed`` process group (``torchrun``) each process takes its
-        share of every global minibatch of ``batch_size`` bags and all end with the
-        same model. ``bags`` may be a list of arrays or a
-        :class:`~minitorch_proto.data.disk.DiskBagDataset`. Only ``init="normal"``
-        is supported. In float32 the result agrees with :meth:`fit` to rounding (the
-        engines sum in different orders); in float64 to about 1e-12.
+        Same model and training semantics as :meth:`fit` (the reference trainer's), run by
+        :func:`~minitorch_proto.training.distributed.train_streaming`: each bag is read when its
+        minibatch comes up, ``chunk_size`` instances at a time, and the standardisation is fitted in
+        one streaming pass. Inside an initialised ``torch.distributed`` process group (``torchrun``)
+        each process takes its share of every global minibatch of ``batch_size`` bags and all end
+        with the same model. ``bags`` may be a list of arrays or a :class:`~minitorch_proto.data.disk.DiskBagDataset`.
+        Only ``init="normal"`` is supported. In float32 the result agrees with :meth:`fit` to
+        rounding (the engines sum in different orders); in float64 to about 1e-12.
         """
         from .training.distributed import train_streaming
 
         mconf, tconf = self.model_config(), self.train_config()
         if (self.push or self.head != "gradient" or self.head_similarity or self.head_scoring != "log_loss"
-                or self.head_features != "all"):
+                or self.head_features != "all" or self.head_inner_repeats != 1):
             # The push and the convex head read every training bag after training, which the
             # streaming trainer never holds; refuse rather than return a model without them.
             raise ValueError("fit_streaming trains the paper's model only: it needs push=False, head='gradient' "

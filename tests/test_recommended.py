@@ -393,3 +393,51 @@ def test_head_features_choose_the_similarity_block_or_everything(data):
         PrototypeMILClassifier.recommended(head_features="pooled", **FAST).fit(bags, y)
     with pytest.raises(ValueError, match="head_scoring='accuracy' needs head='logistic'"):
         PrototypeMILClassifier(head_scoring="accuracy", **FAST).fit(bags, y)
+
+
+def test_repeated_inner_folds_choose_on_the_mean_over_every_draw():
+    rng = np.random.default_rng(1)  # data on which one draw and three draws choose different strengths
+    X = rng.normal(size=(60, 8))
+    y = (X[:, 0] - X[:, 1] + rng.normal(size=60) > 0).astype(int)
+    Z = (X - X.mean(0)) / X.std(0)
+    draws = [_inner_scores(Z, y, HEAD_CS, "accuracy", seed=5 + r) for r in range(3)]
+    three = fit_convex_head(X, y, 2, penalty="l1", scoring="accuracy", random_state=5, repeats=3)
+    one = fit_convex_head(X, y, 2, penalty="l1", scoring="accuracy", random_state=5)
+    mean, at = np.mean(draws, axis=0), list(HEAD_CS).index
+    # Accuracies of 20 bags tie often, and float sums break ties either way: compare scores, not positions.
+    assert mean[at(three.C)] == pytest.approx(mean.max(), abs=1e-9)
+    assert draws[0][at(one.C)] == pytest.approx(draws[0].max(), abs=1e-9)  # repeat 0 is the single draw
+    assert mean[at(one.C)] < mean.max() - 1e-3  # and its choice is not the best over three draws
+    # The inner cut pools every draw's out-of-fold decision values at the chosen strength.
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    from minitorch_proto.convex_head import best_cut
+
+    lr = LogisticRegression(C=three.C, l1_ratio=1.0, solver="liblinear", max_iter=5000, random_state=5)
+    pooled = np.concatenate([cross_val_predict(lr, Z, y, cv=StratifiedKFold(3, shuffle=True, random_state=5 + r),
+                                               method="decision_function") for r in range(3)])
+    cut = best_cut(pooled, np.tile(y, 3))
+    moved = fit_convex_head(X, y, 2, penalty="l1", scoring="accuracy", random_state=5, repeats=3, threshold="inner")
+    np.testing.assert_allclose(moved.weight, three.weight)
+    np.testing.assert_allclose(three.bias - moved.bias, [cut], atol=1e-10)
+    for bad in (0, 1.5, True):
+        with pytest.raises(ValueError, match="head_inner_repeats must be a positive integer"):
+            fit_convex_head(X, y, 2, repeats=bad)
+
+
+def test_the_estimator_passes_its_inner_repeats_to_every_members_head(data, monkeypatch):
+    import minitorch_proto.convex_head as convex_head
+
+    bags, y = data
+    seen = []
+    real = convex_head.fit_convex_head
+    monkeypatch.setattr(convex_head, "fit_convex_head", lambda *a, **k: seen.append(k["repeats"]) or real(*a, **k))
+    PrototypeMILClassifier.recommended(head_inner_repeats=3, n_seeds=2, random_state=3, **FAST).fit(bags, y)
+    assert seen == [3, 3]
+    with pytest.raises(ValueError, match="head_inner_repeats must be a positive integer"):
+        PrototypeMILClassifier.recommended(head_inner_repeats=0, **FAST).fit(bags, y)
+    with pytest.raises(ValueError, match="head_inner_repeats > 1 needs head='logistic'"):
+        PrototypeMILClassifier(head_inner_repeats=2, **FAST).fit(bags, y)
+    with pytest.raises(ValueError, match="fit_streaming trains the paper's model only"):
+        PrototypeMILClassifier(head_inner_repeats=2, **FAST).fit_streaming(bags, y)
