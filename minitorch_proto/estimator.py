@@ -250,13 +250,13 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     def recommended(cls, **overrides) -> "PrototypeMILClassifier":
         """The recommended model: prototypes started on and pushed onto real instances, a convex head.
 
-        One recipe for every data set (:data:`~minitorch_proto.convex_head.RECOMMENDED`):
-        1,024 k-means++ prototypes from the training instances, cosine distance, min/mean/max
-        pooling, a short training, each prototype pushed onto its nearest training instance
-        (nearest in the cosine distance), and an L1 logistic head on the pooled distances and MILES's
-        similarity of each prototype, or the similarity alone: its strength and that choice by inner
-        accuracy (``head_scoring="accuracy"``, ``head_features="inner"``). ``overrides`` are ordinary
-        parameters; the result is an ordinary estimator (``clone``, ``save``/``load`` work).
+        One recipe for every data set (:data:`~minitorch_proto.convex_head.RECOMMENDED`), a 2-seed
+        ensemble whose members each have 1,024 k-means++ prototypes from the training instances, cosine
+        distance, min/mean/max pooling, one epoch of training, each prototype pushed onto its nearest
+        training instance, and an L1 logistic head on the pooled distances and MILES's similarity of
+        each prototype, or the similarity alone: its strength and that choice by inner accuracy
+        (``head_scoring="accuracy"``, ``head_features="inner"``). ``overrides`` are ordinary parameters
+        (``n_seeds=1`` gives one model); the result is an ordinary estimator (``clone``, ``save``/``load`` work).
         """
         return cls(**{**RECOMMENDED, **overrides})
 

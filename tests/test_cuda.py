@@ -67,3 +67,19 @@ def test_bf16_tensor_engine_on_cuda_is_close_to_float32():
     fp32 = train_batched(bags, y, [np.arange(24)], **kw)
     bf16 = train_batched(bags, y, [np.arange(24)], autocast="bf16", **kw)
     assert 0 < float((fp32.prototypes - bf16.prototypes).abs().max()) < 0.1
+
+
+def test_recommended_model_on_cuda_pushes_onto_the_same_instances_as_on_the_cpu():
+    bags, y = _problem()
+    params = dict(n_prototypes=8, epochs=2, random_state=3)
+    gpu = PrototypeMILClassifier.recommended(device="cuda", **params).fit(bags, y)
+    cpu = PrototypeMILClassifier.recommended(device="cpu", **params).fit(bags, y)
+    # k-means++ draws on the CPU either way; float32 training on two devices may move a prototype past a tie.
+    agree = (gpu.prototype_sources_ == cpu.prototype_sources_).all(-1).mean()
+    assert agree >= 0.95
+    std = gpu.standardizer_.transform(bags)
+    for p, (b, i) in zip(gpu.model_.prototypes.detach().cpu().numpy(), gpu.prototype_sources_[0]):
+        np.testing.assert_allclose(p, std[b][i], rtol=1e-6, atol=1e-6)
+    if agree == 1.0:  # same instances: the convex head (fitted on the CPU) sees the same features
+        assert gpu.head_features_ == cpu.head_features_ and gpu.head_C_ == cpu.head_C_
+        np.testing.assert_allclose(gpu.predict_proba(bags), cpu.predict_proba(bags), rtol=1e-3, atol=1e-4)

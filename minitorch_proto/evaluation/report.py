@@ -8,6 +8,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ..convex_head import RECOMMENDED
 from ..methods import METHODS
 from .cv import summarize
 from ..paper import DATASET_ORDER, PAPER_TABLE2, REPORTED_BASELINES
@@ -203,7 +204,10 @@ _PROTOTYPE_BUDGETS = {
                                   "+ 5-seed ensemble",
     # The number of candidates and rounds grows with each round; page 08 counts them from the frozen table.
     "prototype (recommended)": "recipe chosen leave-one-data-set-out among the candidates of page 08; "
-                               "the head's strength and features chosen on 3 inner folds, one model per fold",
+                               "the head's strength and features chosen on 3 inner folds, "
+                               + (f"{RECOMMENDED['n_seeds']}-seed ensemble (each member its own k-means++ "
+                                  "prototypes and inner folds)" if RECOMMENDED.get("n_seeds", 1) > 1
+                                  else "one model per fold"),
 }
 #: Prefix of the fixed ladder rungs' labels in a comparison (``"ladder rung '+ rates'"``).
 LADDER_RUNG_PREFIX = "ladder rung "
