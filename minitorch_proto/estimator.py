@@ -366,7 +366,9 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
         check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone), self.head_threshold,
                            self.head_similarity, self.head_scoring, self.head_features, self.head_inner_repeats)
-        k = self._n_members()
+        k = int(self.n_seeds)
+        if k < 1:
+            raise ValueError(f"n_seeds must be >= 1, got {self.n_seeds}.")
         check_chunk_size(self.chunk_size)
         prepared, classes0 = [], None
         for bags, y in sets:
@@ -436,28 +438,25 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         if cs is not None:
             self.head_C_, self.head_features_ = cs, chosen
 
-    def _n_members(self) -> int:
-        k = int(self.n_seeds)
-        if k < 1:
-            raise ValueError(f"n_seeds must be >= 1, got {self.n_seeds}.")
-        return k
-
     def member(self, j: int) -> "PrototypeMILClassifier":
         """Ensemble member ``j`` (0-based) as a fitted single model, sharing this estimator's standardisation."""
         self._check_fitted()
-        models = getattr(self, "models_", [self.model_])
-        if not 0 <= int(j) < len(models):
+        models, j = getattr(self, "models_", [self.model_]), int(j)
+        if not 0 <= j < len(models):
             raise IndexError(f"member {j} does not exist: this estimator has {len(models)} member(s).")
         base = getattr(self, "seed_", self.random_state)
-        seed = (int(base) if isinstance(base, (numbers.Integral, np.integer)) else 0) + int(j)
+        seed = (int(base) if isinstance(base, (numbers.Integral, np.integer)) else 0) + j
         one = clone(self).set_params(n_seeds=1, random_state=seed)
-        one.classes_, one.n_features_in_, one.standardizer_ = self.classes_, self.n_features_in_, self.standardizer_
-        if hasattr(self, "feature_names_in_"):
-            one.feature_names_in_ = self.feature_names_in_
-        one.model_ = models[int(j)]
+        for name in ("classes_", "n_features_in_", "standardizer_", "feature_names_in_"):  # shared by the members
+            if hasattr(self, name):
+                setattr(one, name, getattr(self, name))
+        for name in ("prototype_sources_", "head_C_", "head_features_"):  # one entry per member
+            if hasattr(self, name):
+                setattr(one, name, getattr(self, name)[j : j + 1])
+        one.model_ = models[j]
         one.models_ = [one.model_]
         histories = getattr(self, "histories_", None)
-        one.history_ = histories[int(j)] if histories else getattr(self, "history_", [])
+        one.history_ = histories[j] if histories else getattr(self, "history_", [])
         one.histories_ = [one.history_]
         return one
 

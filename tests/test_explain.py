@@ -458,7 +458,7 @@ def test_evidence_needs_a_reference(fitted, data):
     bags, _ = data
     with pytest.raises(ValueError, match="reference"):
         instance_evidence(clf, bags[0], None)
-    with pytest.raises(ValueError, match="pooled features"):
+    with pytest.raises(ValueError, match=r"shape \(7,\); this model needs \(3,\), one entry per pooled feature"):
         instance_evidence(clf, bags[0], np.zeros(7))
 
 
@@ -578,3 +578,41 @@ def test_evidence_auc_checks_its_arguments():
     with pytest.raises(ValueError, match="instance labels"):
         evidence_auc(clf, bags, labels[:-1] + [np.zeros(1)], "removal")
     assert np.isnan(evidence_auc(clf, bags, [np.zeros(len(b)) for b in bags], "removal"))
+
+
+def test_an_ensembles_evidence_is_the_mean_of_its_members(data):
+    from minitorch_proto.book.mnist_prototypes import evidence_prototype_hits
+    from minitorch_proto.evaluation.evidence import (
+        EVIDENCE_METHODS, evidence_reference, instance_evidence, instance_scores,
+    )
+    from minitorch_proto.evaluation.explain import closeness_coefficients, ensemble_members
+
+    bags, y = data
+    ens = PrototypeMILClassifier.recommended(n_prototypes=5, epochs=2, random_state=2, device="cpu").fit(bags, y)
+    members = ensemble_members(ens)
+    assert len(members) == ens.n_seeds == 2 and ensemble_members(members[0]) == [members[0]]
+    # a member carries its own entries of the per-member attributes
+    np.testing.assert_array_equal(members[1].prototype_sources_, ens.prototype_sources_[1:2])
+    assert members[1].head_C_ == ens.head_C_[1:] and members[1].head_features_ == ens.head_features_[1:]
+    ref = evidence_reference(ens, bags)
+    assert ref.shape == (2, ens.model_.weight.shape[1])
+    np.testing.assert_allclose(ref[1], evidence_reference(members[1], bags))
+    bag = next(b for b in bags if len(b) >= 3)
+    for method in EVIDENCE_METHODS:
+        got = instance_scores(ens, bag, method, reference=ref)
+        each = [instance_scores(m, bag, method, reference=bags) for m in members]
+        np.testing.assert_allclose(got, np.mean(each, axis=0), atol=1e-10, err_msg=method)
+        assert not np.allclose(each[0], each[1]), method  # the members differ, so the mean is not trivially one
+    # removal: exactly the change of the ensemble's own (averaged) probability
+    p = ens.predict_proba([bag])[0, 1]
+    rest = ens.predict_proba([np.delete(bag, i, axis=0) for i in range(len(bag))])[:, 1]
+    np.testing.assert_allclose(instance_scores(ens, bag, "removal"), p - rest, atol=1e-5)
+    with pytest.raises(ValueError, match=r"reference has shape \(5,\); this model needs \(2, "):
+        instance_scores(ens, bag, "reference", reference=np.zeros(5))
+    with pytest.raises(NotImplementedError, match=r"clf.member\(j\)"):
+        instance_evidence(ens, bag, bags)
+    # the ensemble's evidence prototype: the most negative closeness over every member's prototypes
+    digits = [np.arange(len(b)) for b in bags]
+    index, coef, near = evidence_prototype_hits(ens, bags, digits, k=3)
+    flat = np.concatenate([closeness_coefficients(m, bags) for m in members])
+    assert index == int(np.argmin(flat)) and coef == pytest.approx(flat.min()) and len(near) == 3

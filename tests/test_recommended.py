@@ -10,7 +10,7 @@ from minitorch_proto.estimator import RECOMMENDED, PrototypeMILClassifier, load_
 
 from .conftest import make_concept_bags
 
-FAST = dict(n_prototypes=6, epochs=3)
+FAST = dict(n_prototypes=6, epochs=3, n_seeds=1)  # one model unless a test asks for members
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def test_push_copies_the_nearest_instance():
 
 def test_every_pushed_prototype_is_the_training_instance_its_source_names(data):
     bags, y = data
-    clf = PrototypeMILClassifier.recommended(n_seeds=2, random_state=3, **FAST).fit(bags, y)
+    clf = PrototypeMILClassifier.recommended(random_state=3, **{**FAST, "n_seeds": 2}).fit(bags, y)
     assert clf.prototype_sources_.shape == (2, 6, 2)
     std = clf.standardizer_.transform(bags)
     for j, model in enumerate(clf.models_):
@@ -44,13 +44,15 @@ def test_every_pushed_prototype_is_the_training_instance_its_source_names(data):
 
 def test_recommended_is_an_ordinary_estimator(data, tmp_path):
     bags, y = data
-    clf = PrototypeMILClassifier.recommended(**FAST)
+    small = dict(n_prototypes=6, epochs=3)  # the shipped member count: a seed ensemble
+    clf = PrototypeMILClassifier.recommended(**small)
     assert clone(clf).get_params() == clf.get_params()
     for key, value in RECOMMENDED.items():
-        if key not in FAST:
+        if key not in small:
             assert clf.get_params()[key] == value
     clf.fit(bags, y)
-    again = PrototypeMILClassifier.recommended(**FAST).fit(bags, y)
+    assert len(clf.models_) == RECOMMENDED["n_seeds"] > 1
+    again = PrototypeMILClassifier.recommended(**small).fit(bags, y)
     np.testing.assert_array_equal(clf.predict_proba(bags), again.predict_proba(bags))  # same seed, same model
     path = clf.save(tmp_path / "rec.safetensors")
     loaded = load_model(path)
@@ -375,8 +377,8 @@ def test_head_features_choose_the_similarity_block_or_everything(data):
     w = sim.model_.weight.detach().numpy()
     assert np.all(w[:, :-D] == 0) and np.any(w[:, -D:] != 0)
     assert sim.head_features_ == ["similarity"]
-    inner = PrototypeMILClassifier.recommended(head_features="inner", head_scoring="accuracy", n_seeds=2,
-                                               random_state=3, **FAST).fit(bags, y)
+    inner = PrototypeMILClassifier.recommended(head_features="inner", head_scoring="accuracy", random_state=3,
+                                               **{**FAST, "n_seeds": 2}).fit(bags, y)
     assert len(inner.head_features_) == 2 and set(inner.head_features_) <= {"all", "similarity"}
     for m, chosen in zip(inner.models_, inner.head_features_):
         pooled = m.weight.detach().numpy()[:, :-D]
@@ -433,7 +435,7 @@ def test_the_estimator_passes_its_inner_repeats_to_every_members_head(data, monk
     seen = []
     real = convex_head.fit_convex_head
     monkeypatch.setattr(convex_head, "fit_convex_head", lambda *a, **k: seen.append(k["repeats"]) or real(*a, **k))
-    PrototypeMILClassifier.recommended(head_inner_repeats=3, n_seeds=2, random_state=3, **FAST).fit(bags, y)
+    PrototypeMILClassifier.recommended(head_inner_repeats=3, random_state=3, **{**FAST, "n_seeds": 2}).fit(bags, y)
     assert seen == [3, 3]
     with pytest.raises(ValueError, match="head_inner_repeats must be a positive integer"):
         PrototypeMILClassifier.recommended(head_inner_repeats=0, **FAST).fit(bags, y)

@@ -312,13 +312,16 @@ def evidence_prototype_hits(clf, bags: Sequence[np.ndarray], digits: Sequence[np
     :func:`~minitorch_proto.evaluation.explain.closeness_coefficients` over ``bags`` (min minus
     similarity coefficient, each in the head's standardised units). Returns ``(index, coefficient, digits)``: its 0-based index, that coefficient, and the
     labels (``digits``, aligned with ``bags``) of its ``k`` nearest instances among ``bags``.
+    For a seed ensemble the evidence prototype is the most negative over every member's prototypes
+    (coefficients in each member's own standardised units), indexed ``member * D + prototype``.
     """
-    from ..evaluation.explain import closeness_coefficients, nearest_instances
+    from ..evaluation.explain import closeness_coefficients, ensemble_members, nearest_instances
 
-    coef = closeness_coefficients(clf, bags)
-    ev = int(np.argmin(coef))
-    near = nearest_instances(clf, bags, k=k)[ev]
-    return ev, float(coef[ev]), [int(digits[b][i]) for b, i, _ in near]
+    members = ensemble_members(clf)
+    coefs = [closeness_coefficients(m, bags) for m in members]
+    j, ev = divmod(int(np.argmin(np.concatenate(coefs))), len(coefs[0]))
+    near = nearest_instances(members[j], bags, k=k)[ev]
+    return j * len(coefs[0]) + ev, float(coefs[j][ev]), [int(digits[b][i]) for b, i, _ in near]
 
 
 def mnist_inner_validation(

@@ -60,6 +60,15 @@ Measuring localisation (:func:`evidence_auc`)
 ---------------------------------------------
 Within the positive bags, the ROC AUC of an instance score against "is a key instance" (on
 MNIST-bags: "is the target digit").
+
+Ensembles
+---------
+A seed ensemble (``n_seeds > 1``, the recommended model) averages its members' probabilities.
+:func:`instance_scores`, :func:`evidence_auc` and :func:`evidence_reference` read every member
+and average: an ensemble's score of an instance is the mean of its members' scores. For
+``"removal"`` that is exactly the change of the ensemble's probability (a mean of differences is
+the difference of the means); the logit-unit scores become shares of the members' mean logit.
+:func:`instance_evidence` and :func:`removal_evidence` explain one model: pass ``clf.member(j)``.
 """
 from __future__ import annotations
 
@@ -68,7 +77,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from .explain import _distances, _require_binary, _similarity, _standardised, explain_bag
+from .explain import _distances, _require_binary, _similarity, _standardised, ensemble_members, explain_bag
 from .metrics import binary_auc
 
 __all__ = [
@@ -108,6 +117,12 @@ def _check_single_binary(clf: Any, what: str) -> None:
             f"{what} reads one model; this estimator is an ensemble of {len(models)}: "
             "explain one member (clf.member(j)) at a time."
         )
+
+
+def _members(clf: Any) -> list[Any] | None:
+    """The members of a seed ensemble, or None for one model."""
+    members = ensemble_members(clf)
+    return members if len(members) > 1 else None
 
 
 def _head(clf: Any) -> tuple[np.ndarray, float]:
@@ -227,11 +242,15 @@ def evidence_reference(clf: Any, bags: Sequence[np.ndarray]) -> np.ndarray:
 
     Returns
     -------
-    ndarray of shape (F,)
+    ndarray of shape (F,), or (n_members, F) for a seed ensemble (one row per member)
         ``zbar``: the mean over ``bags`` of each bag's pooled feature vector after layer norm
         (the pooled vector itself without layer norm), in float64. ``b + w @ zbar`` is the mean
         logit of ``bags``.
     """
+    members = _members(clf)
+    if members is not None:
+        _require_binary(clf, "evidence_reference")
+        return np.stack([evidence_reference(m, bags) for m in members])
     _check_single_binary(clf, "evidence_reference")
     if len(bags) == 0:
         raise ValueError("evidence_reference needs at least one bag.")
@@ -246,9 +265,14 @@ def _reference_vector(clf: Any, reference) -> np.ndarray:
         raise ValueError("reference-relative evidence needs reference=: the training bags, or "
                          "evidence_reference(clf, training_bags).")
     F = clf.model_.weight.shape[1]
-    if isinstance(reference, np.ndarray) and reference.ndim == 1:
-        if len(reference) != F:
-            raise ValueError(f"reference vector has {len(reference)} entries; the model has {F} pooled features.")
+    members = _members(clf)
+    shape = (F,) if members is None else (len(members), F)
+    if isinstance(reference, np.ndarray) and reference.ndim <= 2:  # a vector (or one per member), not bags
+        if reference.shape != shape:
+            per = "one entry per pooled feature" if members is None else \
+                "one row per member, one entry per pooled feature"
+            raise ValueError(f"reference has shape {reference.shape}; this model needs {shape}, {per} "
+                             "(evidence_reference of the training bags).")
         return reference.astype(np.float64)
     return evidence_reference(clf, reference)
 
@@ -413,7 +437,16 @@ def instance_scores(clf: Any, bag: np.ndarray, method: str = "reference", *,
     Returns
     -------
     ndarray of shape (n_instances,)
+        For a seed ensemble, the mean of its members' scores (module docstring, "Ensembles").
     """
+    members = _members(clf)
+    if members is not None:
+        _require_binary(clf, "instance_scores")
+        if method in ("reference", "shapley"):
+            refs = _reference_vector(clf, reference)
+            return np.mean([instance_scores(m, bag, method, reference=r) for m, r in zip(members, refs)], axis=0)
+        return np.mean([instance_scores(m, bag, method, empty_probability=empty_probability) for m in members],
+                       axis=0)
     if method == "share":
         return explain_bag(clf, bag)["share"].to_numpy()
     if method in ("reference", "shapley"):

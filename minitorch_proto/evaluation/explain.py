@@ -52,6 +52,7 @@ from ..validation import check_bags
 from .metrics import binary_auc
 
 __all__ = [
+    "ensemble_members",
     "prototype_coefficients",
     "closeness_coefficients",
     "instance_distances",
@@ -78,6 +79,14 @@ def _check_fitted(clf: Any) -> None:
             "This function needs a fitted PrototypeMILClassifier (with model_ and standardizer_); "
             "call fit(bags, y) first."
         )
+
+
+def ensemble_members(clf: Any) -> list[Any]:
+    """The fitted single models an estimator's predictions average: ``[clf.member(j), ...]`` for a
+    seed ensemble (``n_seeds > 1``), else ``[clf]``. Explanations of one model read one member at a time."""
+    _check_fitted(clf)
+    models = getattr(clf, "models_", None)
+    return [clf.member(j) for j in range(len(models))] if models is not None and len(models) > 1 else [clf]
 
 
 def _n_outputs(clf: Any) -> int:
