@@ -85,8 +85,7 @@ def ensemble_members(clf: Any) -> list[Any]:
     """The fitted single models an estimator's predictions average: ``[clf.member(j), ...]`` for a
     seed ensemble (``n_seeds > 1``), else ``[clf]``. Explanations of one model read one member at a time."""
     _check_fitted(clf)
-    models = getattr(clf, "models_", None)
-    return [clf.member(j) for j in range(len(models))] if models is not None and len(models) > 1 else [clf]
+    return clf._ensemble() or [clf]  # the estimator's own split, the one its predict_proba averages over
 
 
 def _n_outputs(clf: Any) -> int:
