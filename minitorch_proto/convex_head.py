@@ -271,7 +271,7 @@ def check_head_threshold(threshold: str, n_classes: int | None = None) -> None:
 def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: str, penalty: str = "l2",
                   class_weight=None, threshold: str = "fixed", similarity: bool = False,
                   scoring: str = "log_loss", features: str = "all", repeats: int = 1,
-                  chunk_size: int = 65_536) -> tuple[np.ndarray | None, list | None, list | None]:
+                  chunk_size: int = 65_536, n_jobs: int = 1) -> tuple[np.ndarray | None, list | None, list | None]:
     """Push (optionally) and refit the head (``head="logistic"``) of each trained model, in place.
 
     ``std_bags`` are the training bags as the models see them (standardised);
@@ -281,6 +281,10 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
     between (up to 1,000 sampled) training instances, as MILES sets it.
     ``scoring``, ``features`` (one of :data:`HEAD_FEATURES`) and ``repeats`` as the estimator's
     ``head_scoring``, ``head_features`` and ``head_inner_repeats``.
+    ``n_jobs`` > 1 fits the members' heads in that many worker processes (joblib's loky), with
+    the same result as one after another: liblinear seeds one process-wide random generator per
+    fit, so heads must not share a process concurrently (threads would), but each worker runs its
+    fits one at a time.
     Returns the prototype sources (n_models, D, 2) when pushing, and the chosen
     strengths and feature sets ("all" or "similarity") when refitting the head (else None for each).
     """
@@ -290,7 +294,7 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
         if unknown:
             raise ValueError(f"class_weight names classes {unknown} that are not in y ({sorted(known)}).")
         class_weight = {int(np.flatnonzero(np.asarray(classes) == c)[0]): float(w) for c, w in class_weight.items()}
-    sources, cs, chosen = [], [], []
+    sources, jobs = [], []
     sizes = np.array([len(b) for b in std_bags])
     bag_index = np.repeat(np.arange(len(std_bags)), sizes)
     flat = np.concatenate(std_bags)
@@ -308,14 +312,22 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
                 # The similarity block is the last D columns (PrototypeMIL.features).
                 columns = {"all": np.arange(feats.shape[1]),
                            "similarity": np.arange(feats.shape[1] - len(model.prototypes), feats.shape[1])}
-                names = _HEAD_SETS[features]
-                fit = fit_convex_head(feats, y_enc, len(classes), penalty=penalty, class_weight=class_weight,
-                                      random_state=int(seed), threshold=threshold, scoring=scoring,
-                                      column_sets=[columns[n] for n in names], repeats=repeats)
-                model.weight.copy_(torch.as_tensor(fit.weight, dtype=model.weight.dtype))
-                model.bias.copy_(torch.as_tensor(fit.bias, dtype=model.bias.dtype))
-                cs.append(fit.C)
-                chosen.append(names[fit.columns])
+                jobs.append(dict(features=feats, y_enc=y_enc, n_classes=len(classes), penalty=penalty,
+                                 class_weight=class_weight, random_state=int(seed), threshold=threshold,
+                                 scoring=scoring, column_sets=[columns[n] for n in _HEAD_SETS[features]],
+                                 repeats=repeats))
+    if n_jobs > 1 and len(jobs) > 1:
+        from joblib import Parallel, delayed
+
+        fits = Parallel(n_jobs=min(int(n_jobs), len(jobs)))(delayed(fit_convex_head)(**job) for job in jobs)
+    else:
+        fits = [fit_convex_head(**job) for job in jobs]
+    names = _HEAD_SETS[features]
+    with torch.no_grad():
+        for model, fit in zip(models, fits):
+            model.weight.copy_(torch.as_tensor(fit.weight, dtype=model.weight.dtype))
+            model.bias.copy_(torch.as_tensor(fit.bias, dtype=model.bias.dtype))
+    cs, chosen = [fit.C for fit in fits], [names[fit.columns] for fit in fits]
     return (np.stack(sources) if sources else None), (cs or None), (chosen or None)
 
 

@@ -334,7 +334,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         train_sets : sequence of (bags, y)
         random_states : one seed per training set (copies of this estimator), or
         estimators : unfitted :class:`PrototypeMILClassifier` copies, one per training set
-        n_jobs : ignored (the batched engine sets its own threads); kept for the common hook
+        n_jobs : worker processes for the convex heads of each fold's members (the batched engine sets its
+            own threads for training); the same result for any value
 
         Returns
         -------
@@ -356,10 +357,10 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
                       if k not in ("random_state", "lr_prototypes", "lr_classifier")}
             groups.setdefault(repr(sorted(shared.items())), []).append(i)
         for members in groups.values():
-            estimators[members[0]]._train([train_sets[i] for i in members], [estimators[i] for i in members], None)
+            estimators[members[0]]._train([train_sets[i] for i in members], [estimators[i] for i in members], None, n_jobs)
         return estimators
 
-    def _train(self, sets, targets, on_epoch_end) -> None:
+    def _train(self, sets, targets, on_epoch_end, n_jobs: int = 1) -> None:
         """Fit ``targets[t]`` on ``sets[t] = (bags, y)``, all in one batched program with this one's settings."""
         from .training import train_batched
 
@@ -417,14 +418,14 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             est.models_ = [fit.module(t * k + j).eval() for j in range(k)]
             est.histories_ = [fit.history[t * k + j] for j in range(k)]
             est.model_, est.history_ = est.models_[0], est.histories_[0]
-            # One target after another on purpose: liblinear (the L1 head) seeds one process-wide random
-            # generator per fit, so heads fitted in parallel threads draw from each other's streams and a
-            # run no longer repeats (tried: 5 x 10 on Fox moved from .623 to .625).
+            # Never threads: liblinear (the L1 head) seeds one process-wide random generator per fit, so heads
+            # fitted in parallel threads draw from each other's streams and a run no longer repeats (tried:
+            # 5 x 10 on Fox moved from .623 to .625); n_jobs worker processes keep it (refit_members).
             if est.push or est.head == "logistic":
                 est._refit_after_training(standardizer.transform(bags), y_enc, classes,
-                                          model_seeds[t * k : (t + 1) * k])
+                                          model_seeds[t * k : (t + 1) * k], n_jobs)
 
-    def _refit_after_training(self, std_bags, y_enc, classes, seeds) -> None:
+    def _refit_after_training(self, std_bags, y_enc, classes, seeds, n_jobs: int = 1) -> None:
         """Push each member's prototypes onto training instances, then refit its head (convex)."""
         from .convex_head import refit_members
 
@@ -432,7 +433,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             self.models_, std_bags, y_enc, classes, seeds, push=bool(self.push), head=self.head,
             penalty=self.head_penalty, class_weight=self.class_weight, threshold=self.head_threshold,
             similarity=bool(self.head_similarity), scoring=self.head_scoring, features=self.head_features,
-            repeats=int(self.head_inner_repeats), chunk_size=int(self.chunk_size))
+            repeats=int(self.head_inner_repeats), chunk_size=int(self.chunk_size), n_jobs=int(n_jobs))
         if sources is not None:
             self.prototype_sources_ = sources
         if cs is not None:

@@ -443,3 +443,22 @@ def test_the_estimator_passes_its_inner_repeats_to_every_members_head(data, monk
         PrototypeMILClassifier(head_inner_repeats=2, **FAST).fit(bags, y)
     with pytest.raises(ValueError, match="fit_streaming trains the paper's model only"):
         PrototypeMILClassifier(head_inner_repeats=2, **FAST).fit_streaming(bags, y)
+
+
+def test_heads_fitted_in_worker_processes_equal_heads_fitted_one_by_one(data):
+    # liblinear seeds one process-wide generator per fit: worker processes must keep every head as it is alone.
+    bags, y = data
+    sets = [([bags[i] for i in range(len(bags)) if i % 4 != r], y[[i for i in range(len(bags)) if i % 4 != r]])
+            for r in range(3)]
+    est = PrototypeMILClassifier.recommended(random_state=2, **{**FAST, "n_seeds": 2})
+    one = est.fit_many(sets, [4, 5, 6], n_jobs=1)
+    two = est.fit_many(sets, [4, 5, 6], n_jobs=2)
+    for a, b in zip(one, two):
+        assert a.head_C_ == b.head_C_ and a.head_features_ == b.head_features_
+        np.testing.assert_array_equal(a.prototype_sources_, b.prototype_sources_)
+        for ma, mb in zip(a.models_, b.models_):
+            np.testing.assert_array_equal(ma.weight.detach().numpy(), mb.weight.detach().numpy())
+            np.testing.assert_array_equal(ma.bias.detach().numpy(), mb.bias.detach().numpy())
+        np.testing.assert_array_equal(a.predict_proba(bags), b.predict_proba(bags))
+    # the three folds' models differ, so equality above is not one model compared with itself
+    assert not np.array_equal(one[0].predict_proba(bags), one[1].predict_proba(bags))

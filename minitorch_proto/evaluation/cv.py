@@ -246,7 +246,8 @@ def cross_validate(
     bags, y : the data set; labels in any form ``check_labels`` accepts (the user's classes)
     folds : from :func:`stratified_folds` or :func:`split_file_folds`
     dataset, method : the ``dataset`` and ``method`` columns of the rows
-    n_jobs : workers for estimators fitted one by one inside ``fit_many``
+    n_jobs : workers for estimators fitted one by one inside ``fit_many`` (for the prototype model:
+        worker processes for its members' convex heads); the results do not depend on it
     return_estimators : also return the fitted copies, one per fold
 
     Returns
