@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 import warnings
 from pathlib import Path
@@ -112,7 +113,19 @@ ROUND_6 = {
     "round 5, one epoch, head's choices on 3 draws of inner folds": {**_R5, "epochs": 1, "head_inner_repeats": 3},
     "round 5, one epoch, 2-seed ensemble": {**_R5, "epochs": 1, "n_seeds": 2},
 }
-CANDIDATES = {**ROUND_1, **ROUND_2, **ROUND_3, **ROUND_4, **ROUND_5, **ROUND_6}
+#: Round 7, written after rounds 1-6 (and everything round 6 had seen) and before any run of it on a benchmark: the
+#: shipped round-6 recipe missed issue 27's MNIST bar on target 9, and the MNIST probe (recommended_mnist_probe.py,
+#: MNIST-bags' tuning seeds only) found four members of 512 prototypes each at target 9 .873 / target 5 .887 against
+#: the shipped .857 / .898, at about the shipped cost (single-fold timings, no scores: 3.7 s against 3.4 s on Musk2,
+#: 2.4 s against 2.1 s on Elephant, one after another). More members for the same total number of prototypes:
+#: the ensemble's average, not one member's larger set, is what the probe says MNIST rewards. This meta-choice saw
+#: every benchmark through rounds 1-6; each benchmark's number still comes from leave-one-data-set-out over all
+#: seven rounds.
+_R6 = ROUND_6["round 5, one epoch, 2-seed ensemble"]
+ROUND_7 = {
+    "round 6 as 4 members of 512 prototypes": {**_R6, "n_seeds": 4, "n_prototypes": 512},
+}
+CANDIDATES = {**ROUND_1, **ROUND_2, **ROUND_3, **ROUND_4, **ROUND_5, **ROUND_6, **ROUND_7}
 
 
 def jsonable(settings: dict) -> dict:
@@ -124,6 +137,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="benchmarks/out/lodo")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="worker processes for the members' convex heads (the same results for any value)")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--freeze", action="store_true",
                         help="store all candidates' rows of --out as the frozen table recommended_candidates")
@@ -145,7 +160,7 @@ def main() -> None:
             over = CANDIDATES[label]
             t0 = time.perf_counter()
             frames.append(cross_validate(PrototypeMILClassifier(**{**BASE, **over}), d.bags, d.y, folds,
-                                         dataset=name, method=label))
+                                         dataset=name, method=label, n_jobs=args.jobs))
             walls[(name, label)] = time.perf_counter() - t0
             print(f"{name:9s} {label:52s} acc {frames[-1].accuracy.mean():.3f} auc {frames[-1].auc.mean():.3f} "
                   f"({walls[(name, label)]:.0f} s)", flush=True)
@@ -201,18 +216,18 @@ def main() -> None:
 
         write_frozen(results, "recommended_candidates",
                      command="MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/recommended_lodo.py "
-                             "--out benchmarks/out/lodo --freeze (round 1, then --candidates for rounds 2-6)",
+                             "--out benchmarks/out/lodo --freeze (round 1, then --candidates for rounds 2-7)",
                      description=f"per-fold results of 5 x stratified 10-fold CV (the folds of measured_results) of "
                                  f"{len(set(results['method']))} candidate recipes of the recommended prototype model "
                                  f"(benchmarks/recommended_lodo.py: ROUND_1 fixed before any run, ROUND_2 written "
                                  f"after round 1 was seen, ROUND_3 after rounds 1-2 and the ablation, ROUND_4 after "
                                  f"rounds 1-3, the paired variants and a probe of MILES's similarity, ROUND_5 after "
                                  f"rounds 1-4 and probes of the head's inner scoring and feature set, ROUND_6 after "
-                                 f"rounds 1-5)",
+                                 f"rounds 1-5, ROUND_7 after rounds 1-6 and an MNIST probe on tuning seeds)",
                      choices=dict(zip(lodo["held out"], lodo["chosen on the others"])), shipped=shipped,
                      base=jsonable(BASE),
                      candidates=CANDIDATES, round_2=list(ROUND_2), round_3=list(ROUND_3), round_4=list(ROUND_4),
-                     round_5=list(ROUND_5), round_6=list(ROUND_6),
+                     round_5=list(ROUND_5), round_6=list(ROUND_6), round_7=list(ROUND_7),
                      wall_seconds={f"{k[0]}|{k[1]}": round(v, 1) for k, v in walls.items()})
         print("frozen table recommended_candidates written")
 

@@ -31,6 +31,7 @@ VARIANTS = {
     "log_loss": {"head_scoring": "log_loss"},
     "log_loss, 4 members": {"head_scoring": "log_loss", "n_seeds": 4},
     "D2048": {"n_prototypes": 2048},
+    "4 members of 512 prototypes": {"n_seeds": 4, "n_prototypes": 512},
     "no layer norm": {"layer_norm": False},
     "min pooling only": {"pooling": ("min",)},
     "every feature": {"head_features": "all"},
