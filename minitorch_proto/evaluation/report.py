@@ -8,7 +8,6 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..convex_head import RECOMMENDED
 from ..methods import METHODS
 from .cv import summarize
 from ..paper import DATASET_ORDER, PAPER_TABLE2, REPORTED_BASELINES
@@ -203,11 +202,11 @@ _PROTOTYPE_BUDGETS = {
     "prototype (tuned ensemble)": "nested inner-CV search over 27 of 1,458 settings (successive halving) "
                                   "+ 5-seed ensemble",
     # The number of candidates and rounds grows with each round; page 08 counts them from the frozen table.
-    "prototype (recommended)": "recipe chosen leave-one-data-set-out among the candidates of page 08; "
-                               "the head's strength and features chosen on 3 inner folds, "
-                               + (f"{RECOMMENDED['n_seeds']}-seed ensemble (each member its own k-means++ "
-                                  "prototypes and inner folds)" if RECOMMENDED.get("n_seeds", 1) > 1
-                                  else "one model per fold"),
+    # Each data set's row is the candidate chosen without it, so members and prototypes may differ by data set.
+    "prototype (recommended)": "recipe chosen leave-one-data-set-out among the candidates of page 08, with "
+                               "that candidate's seed ensemble (page 08 names each data set's choice; each member "
+                               "its own k-means++ prototypes and inner folds); the head's strength and features "
+                               "chosen on 3 inner folds",
 }
 #: Prefix of the fixed ladder rungs' labels in a comparison (``"ladder rung '+ rates'"``).
 LADDER_RUNG_PREFIX = "ladder rung "
