@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     total = sum(r["seconds"] for r in rows.values())
     total_floor = sum(r["floor_s"] for r in rows.values())
     print(f"\nall {len(rows)}: {total:.0f} s ({total / TARGET_SECONDS:.2f} of the {TARGET_SECONDS:.0f} s target), "
-          f"{total / total_floor:.0f} x the distance products' floor ({args.threads} threads, {args.jobs} head workers)")
+          f"{total / total_floor:.0f} x the distance products' floor "
+          f"({args.threads} threads, {args.jobs} head workers)")
     print(json.dumps({"datasets": rows, "total_seconds": total, "total_floor_s": total_floor,
                       "target_seconds": TARGET_SECONDS, "threads": args.threads, "jobs": args.jobs,
                       "device": str(resolve_device(args.device))}))

@@ -39,9 +39,9 @@ __all__ = ["push_prototypes", "fit_convex_head", "ConvexHead", "refit_members", 
 #: are averaged). It comes from the script's sixth round of candidates, written after the first five rounds, the
 #: ablation, the paired variants and probes of the similarity block and of the head's inner scoring had been seen.
 #: Round 7 (the same recipe as 4 members of 512 prototypes) lost the choice on all six sets by .0003 of mean AUC;
-#: leave-one-data-set-out picks it for Musk1, Musk2 and Elephant, and this recipe for Fox and Tiger. Frozen results: the book's
-#: tables ``recommended_candidates`` and ``recommended_candidates_mnist``; what each ingredient of the round-2
-#: recipe is worth: ``recommended_ablation``.
+#: leave-one-data-set-out picks it for Musk1, Musk2 and Elephant, and this recipe for Fox and Tiger. Frozen
+#: results: the book's tables ``recommended_candidates`` and ``recommended_candidates_mnist``; what each
+#: ingredient of the round-2 recipe is worth: ``recommended_ablation``.
 RECOMMENDED = dict(
     distance="cosine",
     n_prototypes=1024,
@@ -295,7 +295,7 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
         if unknown:
             raise ValueError(f"class_weight names classes {unknown} that are not in y ({sorted(known)}).")
         class_weight = {int(np.flatnonzero(np.asarray(classes) == c)[0]): float(w) for c, w in class_weight.items()}
-    sources, jobs = [], []
+    sources, jobs, names = [], [], _HEAD_SETS[features]
     sizes = np.array([len(b) for b in std_bags])
     bag_index = np.repeat(np.arange(len(std_bags)), sizes)
     flat = np.concatenate(std_bags)
@@ -315,7 +315,7 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
                            "similarity": np.arange(feats.shape[1] - len(model.prototypes), feats.shape[1])}
                 jobs.append(dict(features=feats, y_enc=y_enc, n_classes=len(classes), penalty=penalty,
                                  class_weight=class_weight, random_state=int(seed), threshold=threshold,
-                                 scoring=scoring, column_sets=[columns[n] for n in _HEAD_SETS[features]],
+                                 scoring=scoring, column_sets=[columns[n] for n in names],
                                  repeats=repeats))
     if n_jobs > 1 and len(jobs) > 1:
         from joblib import Parallel, delayed
@@ -323,7 +323,6 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
         fits = Parallel(n_jobs=min(int(n_jobs), len(jobs)))(delayed(fit_convex_head)(**job) for job in jobs)
     else:
         fits = [fit_convex_head(**job) for job in jobs]
-    names = _HEAD_SETS[features]
     with torch.no_grad():
         for model, fit in zip(models, fits):
             model.weight.copy_(torch.as_tensor(fit.weight, dtype=model.weight.dtype))
