@@ -18,14 +18,15 @@ classifier whose regularisation is chosen rather than guessed:
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple, Sequence
+from collections import deque
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import torch
 
 from .distances import median_pairwise_distance
 
-__all__ = ["push_prototypes", "fit_convex_head", "ConvexHead", "refit_members", "check_head_options",
+__all__ = ["push_prototypes", "fit_convex_head", "ConvexHead", "HeadWorkers", "refit_members", "check_head_options",
            "check_head_repeats", "check_head_scoring", "check_head_threshold", "best_cut", "HEAD_CS",
            "HEAD_FEATURES", "RECOMMENDED"]
 
@@ -269,10 +270,61 @@ def check_head_threshold(threshold: str, n_classes: int | None = None) -> None:
         raise ValueError(f"head_threshold='inner' needs two classes, got {n_classes}.")
 
 
+class HeadWorkers:
+    """Where convex heads are fitted: here, one at a time (``n_jobs=1``), or in ``n_jobs`` worker processes.
+
+    :meth:`submit` returns at once with a function that waits for the head, so the caller pushes
+    and embeds the next members (torch, in this process) while the workers run liblinear, and the
+    heads of every fold of a cross-validation share the workers. Processes, never threads:
+    liblinear seeds one process-wide random generator per fit, so heads fitted concurrently in one
+    process draw from each other's streams and a run no longer repeats; a worker runs its fits one
+    at a time, so each head is the one it would be alone. At most ``2 * n_jobs`` heads are in
+    flight (their features wait in memory); the workers (joblib's reusable loky executor) outlive
+    the ``with`` block, so the next cross-validation does not start them again. Inside the block,
+    torch in this process runs on the cores the workers leave.
+    """
+
+    def __init__(self, n_jobs: int = 1) -> None:
+        import multiprocessing
+
+        # A daemonic process (itself a worker) may not start workers: its heads are fitted here.
+        self.n_jobs = 1 if multiprocessing.current_process().daemon else int(n_jobs)
+        self._in_flight: deque = deque()
+        self._executor = None
+
+    def __enter__(self) -> "HeadWorkers":
+        # The workers take n_jobs cores: torch here keeps what is left (at least one thread). Left at every core,
+        # its threads spin against the workers while it pushes, and a Musk1 5 x 10 took 50 s instead of 32 s.
+        self._threads = torch.get_num_threads()
+        if self.n_jobs > 1:
+            torch.set_num_threads(max(1, self._threads - self.n_jobs))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        torch.set_num_threads(self._threads)
+        self._in_flight.clear()
+
+    def submit(self, **job) -> Callable[[], "ConvexHead"]:
+        """Fit ``fit_convex_head(**job)``; returns a function that returns the fitted head."""
+        if self.n_jobs <= 1:
+            head = fit_convex_head(**job)
+            return lambda: head
+        if self._executor is None:
+            from joblib.externals.loky import get_reusable_executor
+
+            self._executor = get_reusable_executor(max_workers=self.n_jobs)
+        while len(self._in_flight) >= 2 * self.n_jobs:
+            self._in_flight.popleft().result()
+        future = self._executor.submit(fit_convex_head, **job)
+        self._in_flight.append(future)
+        return future.result
+
+
 def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: str, penalty: str = "l2",
                   class_weight=None, threshold: str = "fixed", similarity: bool = False,
                   scoring: str = "log_loss", features: str = "all", repeats: int = 1,
-                  chunk_size: int = 65_536, n_jobs: int = 1) -> tuple[np.ndarray | None, list | None, list | None]:
+                  chunk_size: int = 65_536, workers: HeadWorkers | None = None,
+                  ) -> Callable[[], tuple[np.ndarray | None, list | None, list | None]]:
     """Push (optionally) and refit the head (``head="logistic"``) of each trained model, in place.
 
     ``std_bags`` are the training bags as the models see them (standardised);
@@ -282,12 +334,10 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
     between (up to 1,000 sampled) training instances, as MILES sets it.
     ``scoring``, ``features`` (one of :data:`HEAD_FEATURES`) and ``repeats`` as the estimator's
     ``head_scoring``, ``head_features`` and ``head_inner_repeats``.
-    ``n_jobs`` > 1 fits the members' heads in that many worker processes (joblib's loky), with
-    the same result as one after another: liblinear seeds one process-wide random generator per
-    fit, so heads must not share a process concurrently (threads would), but each worker runs its
-    fits one at a time.
-    Returns the prototype sources (n_models, D, 2) when pushing, and the chosen
-    strengths and feature sets ("all" or "similarity") when refitting the head (else None for each).
+    The push happens now; the heads are fitted by ``workers`` (:class:`HeadWorkers`; ``None``: here,
+    now). Returns a function that waits for the heads, copies them into the models and returns
+    the prototype sources (n_models, D, 2) when pushing, and the chosen strengths and feature sets
+    ("all" or "similarity") when refitting the head (else None for each).
     """
     if isinstance(class_weight, dict):
         known = set(np.asarray(classes).tolist())
@@ -295,7 +345,8 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
         if unknown:
             raise ValueError(f"class_weight names classes {unknown} that are not in y ({sorted(known)}).")
         class_weight = {int(np.flatnonzero(np.asarray(classes) == c)[0]): float(w) for c, w in class_weight.items()}
-    sources, jobs, names = [], [], _HEAD_SETS[features]
+    workers = HeadWorkers(1) if workers is None else workers
+    sources, pending, names = [], [], _HEAD_SETS[features]
     sizes = np.array([len(b) for b in std_bags])
     bag_index = np.repeat(np.arange(len(std_bags)), sizes)
     flat = np.concatenate(std_bags)
@@ -313,22 +364,21 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
                 # The similarity block is the last D columns (PrototypeMIL.features).
                 columns = {"all": np.arange(feats.shape[1]),
                            "similarity": np.arange(feats.shape[1] - len(model.prototypes), feats.shape[1])}
-                jobs.append(dict(features=feats, y_enc=y_enc, n_classes=len(classes), penalty=penalty,
-                                 class_weight=class_weight, random_state=int(seed), threshold=threshold,
-                                 scoring=scoring, column_sets=[columns[n] for n in names],
-                                 repeats=repeats))
-    if n_jobs > 1 and len(jobs) > 1:
-        from joblib import Parallel, delayed
+                pending.append(workers.submit(
+                    features=feats, y_enc=y_enc, n_classes=len(classes), penalty=penalty,
+                    class_weight=class_weight, random_state=int(seed), threshold=threshold, scoring=scoring,
+                    column_sets=[columns[n] for n in names], repeats=repeats))
 
-        fits = Parallel(n_jobs=min(int(n_jobs), len(jobs)))(delayed(fit_convex_head)(**job) for job in jobs)
-    else:
-        fits = [fit_convex_head(**job) for job in jobs]
-    with torch.no_grad():
-        for model, fit in zip(models, fits):
-            model.weight.copy_(torch.as_tensor(fit.weight, dtype=model.weight.dtype))
-            model.bias.copy_(torch.as_tensor(fit.bias, dtype=model.bias.dtype))
-    cs, chosen = [fit.C for fit in fits], [names[fit.columns] for fit in fits]
-    return (np.stack(sources) if sources else None), (cs or None), (chosen or None)
+    def finish() -> tuple[np.ndarray | None, list | None, list | None]:
+        fits = [wait() for wait in pending]
+        with torch.no_grad():
+            for model, fit in zip(models, fits):
+                model.weight.copy_(torch.as_tensor(fit.weight, dtype=model.weight.dtype))
+                model.bias.copy_(torch.as_tensor(fit.bias, dtype=model.bias.dtype))
+        cs, chosen = [fit.C for fit in fits], [names[fit.columns] for fit in fits]
+        return (np.stack(sources) if sources else None), (cs or None), (chosen or None)
+
+    return finish
 
 
 def check_head_options(head: str, class_weight, bias: bool, monotone: bool, threshold: str = "fixed",

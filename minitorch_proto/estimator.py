@@ -5,7 +5,7 @@ import numbers
 import os
 from dataclasses import fields
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -13,24 +13,15 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from .bags import shared_pool
 from .model import PrototypeMIL, PrototypeMILConfig, class_probabilities, head_logits
-from .convex_head import RECOMMENDED, check_head_options, check_head_threshold
+from .convex_head import RECOMMENDED, HeadWorkers, check_head_options, check_head_threshold, refit_members
 from .preprocessing import BagStandardizer
 from .estimator_files import load_estimator, save_estimator
 from .training import TrainConfig
 from .utils import resolve_device
-from .validation import (
-    align_frames,
-    check_bags,
-    check_chunk_size,
-    check_distance_range,
-    check_finite_scores,
-    check_labels,
-    frame_columns,
-    seed_from,
-)
+from .validation import (align_frames, check_bags, check_chunk_size, check_distance_range, check_finite_scores,
+                         check_labels, frame_columns, seed_from)
 
 __all__ = ["PrototypeMILClassifier", "load_model", "RECOMMENDED"]
-
 
 
 class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
@@ -414,30 +405,33 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
                     f"training diverged (seed {model_seeds[m]}): the parameters became NaN or infinite; lower the "
                     "learning rates or standardise the features (standardization='feature')."
                 )
-        for t, (est, (bags, y_enc, classes, _, standardizer)) in enumerate(zip(targets, prepared)):
+        for t, est in enumerate(targets):
             est.models_ = [fit.module(t * k + j).eval() for j in range(k)]
             est.histories_ = [fit.history[t * k + j] for j in range(k)]
             est.model_, est.history_ = est.models_[0], est.histories_[0]
-            # Never threads: liblinear (the L1 head) seeds one process-wide random generator per fit, so heads
-            # fitted in parallel threads draw from each other's streams and a run no longer repeats (tried:
-            # 5 x 10 on Fox moved from .623 to .625); n_jobs worker processes keep it (refit_members).
-            if est.push or est.head == "logistic":
-                est._refit_after_training(standardizer.transform(bags), y_enc, classes,
-                                          model_seeds[t * k : (t + 1) * k], n_jobs)
+        # Heads in processes, never threads (HeadWorkers says why; threads moved Fox's 5 x 10 from .623 to .625).
+        with HeadWorkers(n_jobs) as workers:  # every target's heads share them, fitted while the next one pushes
+            done = [est._refit_after_training(std.transform(bags), y_enc, classes, model_seeds[t * k:(t + 1) * k], workers)
+                    for t, (est, (bags, y_enc, classes, _, std)) in enumerate(zip(targets, prepared))
+                    if est.push or est.head == "logistic"]
+            for finish in done:
+                finish()
 
-    def _refit_after_training(self, std_bags, y_enc, classes, seeds, n_jobs: int = 1) -> None:
-        """Push each member's prototypes onto training instances, then refit its head (convex)."""
-        from .convex_head import refit_members
-
-        sources, cs, chosen = refit_members(
+    def _refit_after_training(self, std_bags, y_enc, classes, seeds, workers) -> Callable[[], None]:
+        """Push each member's prototypes onto training instances now; returns what stores its head once fitted."""
+        pending = refit_members(
             self.models_, std_bags, y_enc, classes, seeds, push=bool(self.push), head=self.head,
             penalty=self.head_penalty, class_weight=self.class_weight, threshold=self.head_threshold,
             similarity=bool(self.head_similarity), scoring=self.head_scoring, features=self.head_features,
-            repeats=int(self.head_inner_repeats), chunk_size=int(self.chunk_size), n_jobs=int(n_jobs))
-        if sources is not None:
-            self.prototype_sources_ = sources
-        if cs is not None:
-            self.head_C_, self.head_features_ = cs, chosen
+            repeats=int(self.head_inner_repeats), chunk_size=int(self.chunk_size), workers=workers)
+
+        def finish() -> None:
+            sources, cs, chosen = pending()
+            if sources is not None:
+                self.prototype_sources_ = sources
+            if cs is not None:
+                self.head_C_, self.head_features_ = cs, chosen
+        return finish
 
     def member(self, j: int) -> "PrototypeMILClassifier":
         """Ensemble member ``j`` (0-based) as a fitted single model, sharing this estimator's standardisation."""

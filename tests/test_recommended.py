@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from sklearn.base import clone
 
-from minitorch_proto.convex_head import HEAD_CS, fit_convex_head, push_prototypes
+from minitorch_proto.convex_head import HEAD_CS, HeadWorkers, fit_convex_head, push_prototypes
 from minitorch_proto.estimator import RECOMMENDED, PrototypeMILClassifier, load_model
 
 from .conftest import make_concept_bags
@@ -462,3 +463,24 @@ def test_heads_fitted_in_worker_processes_equal_heads_fitted_one_by_one(data):
         np.testing.assert_array_equal(a.predict_proba(bags), b.predict_proba(bags))
     # the three folds' models differ, so equality above is not one model compared with itself
     assert not np.array_equal(one[0].predict_proba(bags), one[1].predict_proba(bags))
+
+
+def test_head_workers_fit_what_fit_convex_head_fits_and_give_the_cores_back():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 6)), np.repeat([0, 1], 20)
+    X[y == 1, 0] += 1.5
+    jobs = [dict(features=X, y_enc=y, n_classes=2, penalty="l1", random_state=s) for s in range(5)]
+    threads = torch.get_num_threads()
+    with HeadWorkers(2) as workers:
+        waits = [workers.submit(**job) for job in jobs]  # more than the 4 allowed in flight
+        heads = [wait() for wait in waits]
+    assert torch.get_num_threads() == threads
+    for job, head in zip(jobs, heads):
+        alone = fit_convex_head(**job)
+        np.testing.assert_array_equal(head.weight, alone.weight)
+        assert head.C == alone.C
+    # a head that cannot be fitted fails in the worker with its own one-line error
+    with HeadWorkers(2) as workers:
+        wait = workers.submit(features=X, y_enc=np.r_[np.zeros(39, int), 1], n_classes=2)
+        with pytest.raises(ValueError, match="at least 2 training bags of every class"):
+            wait()
