@@ -325,8 +325,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         train_sets : sequence of (bags, y)
         random_states : one seed per training set (copies of this estimator), or
         estimators : unfitted :class:`PrototypeMILClassifier` copies, one per training set
-        n_jobs : worker processes for the convex heads of each fold's members (the batched engine sets its
-            own threads for training); the same result for any value
+        n_jobs : worker processes for the convex heads, shared by every training set's members and fitted while
+            the next set is pushed (:class:`~minitorch_proto.convex_head.HeadWorkers`); the same result for any value
 
         Returns
         -------
