@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from .distances import median_pairwise_distance
+from .utils import torch_threads
 
 __all__ = ["push_prototypes", "fit_convex_head", "ConvexHead", "HeadWorkers", "refit_members", "check_head_options",
            "check_head_repeats", "check_head_scoring", "check_head_threshold", "best_cut", "HEAD_CS",
@@ -295,14 +296,13 @@ class HeadWorkers:
     def __enter__(self) -> "HeadWorkers":
         # The workers take n_jobs cores: torch here keeps what is left (at least one thread). Left at every core,
         # its threads spin against the workers while it pushes, and a Musk1 5 x 10 took 50 s instead of 32 s.
-        self._threads = torch.get_num_threads()
-        if self.n_jobs > 1:
-            torch.set_num_threads(max(1, self._threads - self.n_jobs))
+        self._threads = torch_threads(max(1, torch.get_num_threads() - self.n_jobs) if self.n_jobs > 1 else None)
+        self._threads.__enter__()
         return self
 
     def __exit__(self, *exc) -> None:
-        torch.set_num_threads(self._threads)
         self._in_flight.clear()
+        self._threads.__exit__(*exc)
 
     def submit(self, **job) -> Callable[[], "ConvexHead"]:
         """Fit ``fit_convex_head(**job)``; returns a function that returns the fitted head."""
