@@ -348,7 +348,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
                       if k not in ("random_state", "lr_prototypes", "lr_classifier")}
             groups.setdefault(repr(sorted(shared.items())), []).append(i)
         for members in groups.values():
-            estimators[members[0]]._train([train_sets[i] for i in members], [estimators[i] for i in members], None, n_jobs)
+            estimators[members[0]]._train([train_sets[i] for i in members], [estimators[i] for i in members], None,
+                                          n_jobs)
         return estimators
 
     def _train(self, sets, targets, on_epoch_end, n_jobs: int = 1) -> None:
@@ -411,7 +412,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             est.model_, est.history_ = est.models_[0], est.histories_[0]
         # Heads in processes, never threads (HeadWorkers says why; threads moved Fox's 5 x 10 from .623 to .625).
         with HeadWorkers(n_jobs) as workers:  # every target's heads share them, fitted while the next one pushes
-            done = [est._refit_after_training(std.transform(bags), y_enc, classes, model_seeds[t * k:(t + 1) * k], workers)
+            done = [est._refit_after_training(std.transform(bags), y_enc, classes, model_seeds[t * k:(t + 1) * k],
+                                              workers)
                     for t, (est, (bags, y_enc, classes, _, std)) in enumerate(zip(targets, prepared))
                     if est.push or est.head == "logistic"]
             for finish in done:
