@@ -63,6 +63,7 @@ __all__ = [
     "pooled_from_distances",
     "init_head",
     "LOSS_TERMS",
+    "KMEANS_SAMPLE",
 ]
 
 LOSS_TERMS = ("cross_entropy", "weight_penalty", "prototype_penalty", "distance_penalty")
@@ -101,7 +102,8 @@ class PrototypeMILConfig:
         always taken before normalisation.
     init : {"normal", "instances", "kmeans++"}
         Standard normal prototypes (paper), randomly sampled training instances,
-        or k-means++ seeding on the training instances.
+        or k-means++ seeding on the training instances (on a uniform sample of them
+        when there are more than :data:`KMEANS_SAMPLE`, or 8 x D).
     layer_norm_eps : float
         Added to the variance in Eq. 4b so a bag whose distances are all equal
         does not divide by zero.
@@ -227,6 +229,14 @@ def project_monotone_(weight: torch.Tensor) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------- init
+#: k-means++ seeding draws from a uniform sample of max(KMEANS_SAMPLE, 8 x D) training instances when
+#: there are more. Each of its D steps passes over every instance it sees, so on a whole-slide
+#: collection the seeding would outlast the rest of the fit many times over (50,000 instances of
+#: 512 features, D = 1,024: 74 s of a 79 s fit). Every data set of the book is smaller (Musk2 has
+#: 6,598 instances), so none of its figures depends on the sample.
+KMEANS_SAMPLE = 8_192
+
+
 def init_prototypes(
     config: PrototypeMILConfig,
     n_features: int,
@@ -247,8 +257,19 @@ def init_prototypes(
         return X[idx].clone()
     # k-means++ seeding: each next prototype is an instance drawn with probability
     # proportional to its squared distance from the nearest prototype so far.
+    sample = max(KMEANS_SAMPLE, 8 * D)
+    if n > sample:
+        X, n = X[torch.randperm(n, generator=generator)[:sample]], sample
+    # Every step writes into the same two buffers: a fresh (n, L) temporary per step can cost a page
+    # fault per page (glibc maps large blocks anew), which made the seeding up to five times slower.
+    diff, sqdist = torch.empty_like(X), torch.empty(n, dtype=X.dtype)
+
+    def squared_distances(i: int) -> torch.Tensor:
+        torch.sub(X, X[i], out=diff)
+        return torch.sum(diff.square_(), 1, out=sqdist)
+
     chosen = [int(torch.randint(n, (1,), generator=generator))]
-    closest = ((X - X[chosen[0]]) ** 2).sum(1)
+    closest = squared_distances(chosen[0]).clone()
     for _ in range(1, D):
         total = float(closest.sum())
         if total <= 0:
@@ -256,7 +277,7 @@ def init_prototypes(
         else:
             nxt = int(torch.multinomial(closest / total, 1, generator=generator))
         chosen.append(nxt)
-        closest = torch.minimum(closest, ((X - X[nxt]) ** 2).sum(1))
+        torch.minimum(closest, squared_distances(nxt), out=closest)
     return X[chosen].clone()
 
 

@@ -227,6 +227,32 @@ def test_initialisations():
         init_prototypes(PrototypeMILConfig(init="kmeans++"), 3, gen())
 
 
+def test_kmeans_seeding_of_a_large_set_is_the_seeding_of_a_uniform_sample(monkeypatch):
+    import minitorch_proto.model as model_module
+
+    X = torch.tensor(np.random.default_rng(1).normal(size=(300, 3)))
+    config = PrototypeMILConfig(n_prototypes=4, init="kmeans++")
+    whole = init_prototypes(config, 3, torch.Generator().manual_seed(2), X, dtype=torch.float64)
+    first50 = init_prototypes(config, 3, torch.Generator().manual_seed(2), X[:50], dtype=torch.float64)
+    monkeypatch.setattr(model_module, "KMEANS_SAMPLE", 50)
+    # At or below the sample size nothing is drawn first: the same prototypes as without a sample.
+    assert torch.equal(init_prototypes(config, 3, torch.Generator().manual_seed(2), X[:50], dtype=torch.float64),
+                       first50)
+    sampled = init_prototypes(config, 3, torch.Generator().manual_seed(2), X, dtype=torch.float64)
+    gen = torch.Generator().manual_seed(2)
+    rows = torch.randperm(300, generator=gen)[:50]
+    # Above it: k-means++ on 50 instances drawn uniformly from the same generator, and nothing else.
+    assert torch.equal(sampled, init_prototypes(config, 3, gen, X[rows], dtype=torch.float64))
+    assert all((X[rows] == p).all(1).any() for p in sampled)
+    assert not torch.equal(sampled, whole)
+    # The sample never holds fewer than 8 instances per prototype.
+    big = PrototypeMILConfig(n_prototypes=10, init="kmeans++")
+    gen = torch.Generator().manual_seed(3)
+    rows = torch.randperm(300, generator=gen)[:80]
+    assert torch.equal(init_prototypes(big, 3, torch.Generator().manual_seed(3), X, dtype=torch.float64),
+                       init_prototypes(big, 3, gen, X[rows], dtype=torch.float64))
+
+
 class TestCompatibilityModel:
     """Each model-side deviation of the published code, one at a time."""
 
