@@ -328,3 +328,12 @@ def test_features_chunked_is_features_in_one_pass_with_or_without_the_similarity
         for chunk in (1, 3, 100):  # bags spanning chunk boundaries
             torch.testing.assert_close(model.features_chunked(flat, index, 4, chunk_size=chunk), model.features(batch))
     assert model.features(batch).shape == (4, 16)
+
+
+def test_the_scale_page_names_the_kmeans_sample_the_code_uses():
+    from pathlib import Path
+
+    from minitorch_proto.model import KMEANS_SAMPLE
+
+    page = (Path(__file__).resolve().parents[1] / "book" / "scale.md").read_text()
+    assert f"max({KMEANS_SAMPLE:,}, 8 x D)" in page
