@@ -6,7 +6,8 @@ sample of ``max(KMEANS_SAMPLE, 8 x D)`` training instances (``minitorch_proto.mo
 fits ``PrototypeMILClassifier.recommended(n_seeds=1)`` on a single-concept collection
 (``make_single_concept_test``: background ``N(0, I)``, a few concept instances in each positive
 bag, no poison) twice, once with the sample and once seeding from every training instance, and
-prints, for each, the fit time, the seeding time and the test bags' AUC::
+prints, for each, the fit time, the seeding time and the test bags' AUC, then the process's peak
+resident memory::
 
     python benchmarks/bench_recommended_large.py        # 60 + 60 bags of about 1,000 x 512 features: the time
     python benchmarks/bench_recommended_large.py --features 64 --size 600 --separation 5 --spread 1 --seeds 10
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import time
 import warnings
 
@@ -77,7 +79,11 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(f"{seed:>4} {label:>22} {n:>9} {row['fit_s']:>7.1f} {row['seeding_s']:>9.1f} {row['auc']:>6.3f} "
                   f"{row['accuracy']:>8.3f}", flush=True)
-    print(json.dumps({"rows": rows, "kmeans_sample": model_module.KMEANS_SAMPLE,
+    peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # Linux: KiB
+    data_gb = sum(b.nbytes for b in train.bags) / 2**30
+    print(f"peak resident memory {peak_gb:.2f} GiB for {data_gb:.2f} GiB of training instances (the last collection)")
+    print(json.dumps({"rows": rows, "kmeans_sample": model_module.KMEANS_SAMPLE, "peak_rss_gib": peak_gb,
+                      "train_data_gib": data_gb,
                       "threads": torch.get_num_threads(), "features": args.features, "bags": args.bags}))
     return 0
 
