@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--features", type=int, default=512)
     parser.add_argument("--separation", type=float, default=1.0, help="distance of the concept from the origin")
     parser.add_argument("--spread", type=float, default=0.5,
-                        help="the concept's standard deviation (the background's is 1; at 1 only the mean tells them apart)")
+                        help="the concept's standard deviation (the background's is 1; at 1 only the mean "
+                             "tells them apart)")
     parser.add_argument("--seeds", type=int, default=1, help="collections (and model seeds) 0..seeds-1")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")

@@ -231,9 +231,10 @@ def project_monotone_(weight: torch.Tensor) -> torch.Tensor:
 # --------------------------------------------------------------------------- init
 #: k-means++ seeding draws from a uniform sample of max(KMEANS_SAMPLE, 8 x D) training instances when
 #: there are more. Each of its D steps passes over every instance it sees, so on a whole-slide
-#: collection the seeding would outlast the rest of the fit many times over (50,000 instances of
-#: 512 features, D = 1,024: 74 s of a 79 s fit). Every data set of the book is smaller (Musk2 has
-#: 6,598 instances), so none of its figures depends on the sample.
+#: collection the seeding would be most of the fit (60,420 instances of 512 features, D = 1,024:
+#: 26 s of a 31 s fit, against 3 s of 8 s with the sample; benchmarks/bench_recommended_large.py).
+#: Every data set of the book is smaller (Musk2 has 6,598 instances), so none of its figures
+#: depends on the sample.
 KMEANS_SAMPLE = 8_192
 
 
@@ -262,7 +263,7 @@ def init_prototypes(
         X, n = X[torch.randperm(n, generator=generator)[:sample]], sample
     # Every step writes into the same two buffers: a fresh (n, L) temporary per step can cost a page
     # fault per page (glibc maps large blocks anew), which made the seeding up to five times slower.
-    diff, sqdist = torch.empty_like(X), torch.empty(n, dtype=X.dtype)
+    diff, sqdist = torch.empty_like(X), torch.empty(n, dtype=X.dtype, device=X.device)
 
     def squared_distances(i: int) -> torch.Tensor:
         torch.sub(X, X[i], out=diff)
