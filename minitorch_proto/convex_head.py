@@ -320,14 +320,16 @@ class HeadWorkers:
         return future.result
 
 
-def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: str, penalty: str = "l2",
+def refit_members(models, std_instances, sizes, y_enc, classes, seeds, *, push: bool, head: str, penalty: str = "l2",
                   class_weight=None, threshold: str = "fixed", similarity: bool = False,
                   scoring: str = "log_loss", features: str = "all", repeats: int = 1,
                   chunk_size: int = 65_536, workers: HeadWorkers | None = None,
                   ) -> Callable[[], tuple[np.ndarray | None, list | None, list | None]]:
     """Push (optionally) and refit the head (``head="logistic"``) of each trained model, in place.
 
-    ``std_bags`` are the training bags as the models see them (standardised);
+    ``std_instances`` are the training bags' instances as the models see them (standardised), one
+    (N, L) array, bag after bag; ``sizes`` the instances of each bag (one array, not a copy per bag:
+    on large sets each copy is as big as the data);
     ``class_weight`` maps the labels in ``classes`` to weights (or "balanced").
     ``similarity``: the head also reads MILES's similarity of each prototype
     (:meth:`~minitorch_proto.model.PrototypeMIL.add_similarity`), its width the median distance
@@ -347,9 +349,10 @@ def refit_members(models, std_bags, y_enc, classes, seeds, *, push: bool, head: 
         class_weight = {int(np.flatnonzero(np.asarray(classes) == c)[0]): float(w) for c, w in class_weight.items()}
     workers = HeadWorkers(1) if workers is None else workers
     sources, pending, names = [], [], _HEAD_SETS[features]
-    sizes = np.array([len(b) for b in std_bags])
-    bag_index = np.repeat(np.arange(len(std_bags)), sizes)
-    flat = np.concatenate(std_bags)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    flat = std_instances
+    std_bags = np.split(flat, np.cumsum(sizes)[:-1])  # views
+    bag_index = np.repeat(np.arange(len(sizes)), sizes)
     for model, seed in zip(models, seeds):
         with torch.no_grad():
             if push:

@@ -410,19 +410,20 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             est.models_ = [fit.module(t * k + j).eval() for j in range(k)]
             est.histories_ = [fit.history[t * k + j] for j in range(k)]
             est.model_, est.history_ = est.models_[0], est.histories_[0]
+        del fit  # its pool of every instance is not needed past here: on large sets, memory the push can use
         # Heads in processes, never threads (HeadWorkers says why; threads moved Fox's 5 x 10 from .623 to .625).
         with HeadWorkers(n_jobs) as workers:  # every target's heads share them, fitted while the next one pushes
-            done = [est._refit_after_training(std.transform(bags), y_enc, classes, model_seeds[t * k:(t + 1) * k],
-                                              workers)
+            done = [est._refit_after_training(np.concatenate(std.transform(bags)), [len(b) for b in bags], y_enc,
+                                              classes, model_seeds[t * k:(t + 1) * k], workers)
                     for t, (est, (bags, y_enc, classes, _, std)) in enumerate(zip(targets, prepared))
                     if est.push or est.head == "logistic"]
             for finish in done:
                 finish()
 
-    def _refit_after_training(self, std_bags, y_enc, classes, seeds, workers) -> Callable[[], None]:
+    def _refit_after_training(self, std_instances, sizes, y_enc, classes, seeds, workers) -> Callable[[], None]:
         """Push each member's prototypes onto training instances now; returns what stores its head once fitted."""
         pending = refit_members(
-            self.models_, std_bags, y_enc, classes, seeds, push=bool(self.push), head=self.head,
+            self.models_, std_instances, sizes, y_enc, classes, seeds, push=bool(self.push), head=self.head,
             penalty=self.head_penalty, class_weight=self.class_weight, threshold=self.head_threshold,
             similarity=bool(self.head_similarity), scoring=self.head_scoring, features=self.head_features,
             repeats=int(self.head_inner_repeats), chunk_size=int(self.chunk_size), workers=workers)
