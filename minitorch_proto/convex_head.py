@@ -310,9 +310,12 @@ class HeadWorkers:
             head = fit_convex_head(**job)
             return lambda: head
         if self._executor is None:
-            from joblib.externals.loky import get_reusable_executor
+            from joblib.executor import get_memmapping_executor
 
-            self._executor = get_reusable_executor(max_workers=self.n_jobs)
+            # joblib's own kind of reusable executor, the one process-wide pool its Parallel (and
+            # scikit-learn's n_jobs) also takes over: a plain loky one left behind made their next
+            # call fail. max_nbytes=None: the features travel pickled, not through temporary files.
+            self._executor = get_memmapping_executor(self.n_jobs, max_nbytes=None)
         while len(self._in_flight) >= 2 * self.n_jobs:
             self._in_flight.popleft().result()
         future = self._executor.submit(fit_convex_head, **job)
@@ -350,8 +353,7 @@ def refit_members(models, std_instances, sizes, y_enc, classes, seeds, *, push: 
     workers = HeadWorkers(1) if workers is None else workers
     sources, pending, names = [], [], _HEAD_SETS[features]
     sizes = np.asarray(sizes, dtype=np.int64)
-    flat = std_instances
-    std_bags = np.split(flat, np.cumsum(sizes)[:-1])  # views
+    std_bags = np.split(std_instances, np.cumsum(sizes)[:-1])  # views
     bag_index = np.repeat(np.arange(len(sizes)), sizes)
     for model, seed in zip(models, seeds):
         with torch.no_grad():
@@ -362,8 +364,8 @@ def refit_members(models, std_instances, sizes, y_enc, classes, seeds, *, push: 
                 sources.append(src)
             if head == "logistic":
                 if similarity:
-                    model.add_similarity(median_pairwise_distance(flat, random_state=int(seed)) ** 2)
-                feats = model.features_chunked(flat, bag_index, len(std_bags), int(chunk_size)).double().numpy()
+                    model.add_similarity(median_pairwise_distance(std_instances, random_state=int(seed)) ** 2)
+                feats = model.features_chunked(std_instances, bag_index, len(sizes), int(chunk_size)).double().numpy()
                 # The similarity block is the last D columns (PrototypeMIL.features).
                 columns = {"all": np.arange(feats.shape[1]),
                            "similarity": np.arange(feats.shape[1] - len(model.prototypes), feats.shape[1])}

@@ -484,3 +484,16 @@ def test_head_workers_fit_what_fit_convex_head_fits_and_give_the_cores_back():
         wait = workers.submit(features=X, y_enc=np.r_[np.zeros(39, int), 1], n_classes=2)
         with pytest.raises(ValueError, match="at least 2 training bags of every class"):
             wait()
+
+
+def test_joblib_parallel_works_before_and_after_head_workers():
+    # Both share the process-wide loky pool: a pool of the wrong kind made Parallel fail afterwards.
+    from joblib import Parallel, delayed
+
+    X, y = np.random.default_rng(1).normal(size=(30, 4)), np.repeat([0, 1], 15)
+    job = dict(features=X, y_enc=y, n_classes=2, penalty="l2", random_state=0)
+    for _ in range(2):
+        with HeadWorkers(2) as workers:
+            head = workers.submit(**job)()
+        np.testing.assert_array_equal(head.weight, fit_convex_head(**job).weight)
+        assert Parallel(n_jobs=2)(delayed(abs)(-i) for i in range(4)) == [0, 1, 2, 3]
