@@ -331,8 +331,8 @@ def refit_members(models, std_instances, sizes, y_enc, classes, seeds, *, push: 
     """Push (optionally) and refit the head (``head="logistic"``) of each trained model, in place.
 
     ``std_instances`` are the training bags' instances as the models see them (standardised), one
-    (N, L) array, bag after bag; ``sizes`` the instances of each bag (one array, not a copy per bag:
-    on large sets each copy is as big as the data);
+    (N, L) array, bag after bag, and ``sizes`` the number of instances of each bag: the bags are
+    views of that array, so the data are not copied a second time;
     ``class_weight`` maps the labels in ``classes`` to weights (or "balanced").
     ``similarity``: the head also reads MILES's similarity of each prototype
     (:meth:`~minitorch_proto.model.PrototypeMIL.add_similarity`), its width the median distance
