@@ -1,12 +1,13 @@
-"""Regenerate the frozen table ``measured_results`` (every method, 5 x 10 CV) and time each method.
+"""Regenerate the frozen table ``measured_results`` (12 methods, 5 x 10 CV) and time each method.
 
 One command does the whole job::
 
     MINITORCH_PROTO_DATA=../shared/data/mil .venv/bin/python benchmarks/reproduce_all.py --freeze
 
-It runs ``minitorch-proto reproduce --methods all --out <folder>`` (all cores; about half an
-hour on two), then prints the per-method wall times beside the previous frozen table's
-one-fold-at-a-time fit times, with their ratio, and (``--freeze``) writes the new per-fold
+It runs ``minitorch-proto reproduce --methods <MEASURED> --out <folder>`` (``methods.MEASURED``: the
+table's rows, which are ``--methods all`` less the recommended and monotone rows, frozen in tables of
+their own; all cores; about half an hour on two), then prints the per-method wall times beside the
+previous frozen table's one-fold-at-a-time fit times, with their ratio, and (``--freeze``) writes the new per-fold
 results as ``measured_results`` with the command, the commit of the code that ran, the machine's
 core count and each method's wall time. ``--from <folder>`` reuses a finished ``reproduce`` output
 instead of running it again (``--commit`` then names the code that made it). The last line is a
@@ -34,10 +35,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from minitorch_proto import methods
 from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import load_frozen, provenance, write_frozen
 
 COMMAND = "python benchmarks/reproduce_all.py --freeze"
+MEASURED = methods.MEASURED
 
 
 def _previous_reference(meta: dict) -> dict[str, float]:
@@ -57,7 +60,8 @@ def _previous_walls(meta: dict) -> tuple[dict[str, float], str | None]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="results_all", help="reproduce's output folder (default: results_all/)")
-    p.add_argument("--from", dest="from_dir", default=None, help="a finished reproduce --methods all output")
+    p.add_argument("--from", dest="from_dir", default=None,
+                   help="a finished reproduce output holding the table's methods")
     p.add_argument("--commit", default=None, help="with --from: the commit of the code that made it")
     p.add_argument("--freeze", action="store_true", help="write the frozen table measured_results")
     p.add_argument("--note", default=None, help="with --freeze: a line for the provenance file")
@@ -75,13 +79,20 @@ def main(argv=None) -> int:
     else:
         out, commit = Path(args.out), code_version()
         t0 = time.perf_counter()
-        cmd = [sys.executable, "-m", "minitorch_proto", "reproduce", "--methods", "all", "--quiet", "--out", str(out)]
+        cmd = [sys.executable, "-m", "minitorch_proto", "reproduce", "--methods", ",".join(MEASURED), "--quiet",
+               "--out", str(out)]
         if subprocess.run(cmd).returncode != 0:
             print("error: the reproduce run failed; nothing frozen", file=sys.stderr)
             return 1
         total = time.perf_counter() - t0
+    # A --from folder may hold more rows (reproduce --methods all): the table keeps its own.
+    labels = [methods.get(key).label for key in MEASURED]
     results = pd.read_csv(out / "results.csv")
+    results = results[results["method"].isin(labels)].reset_index(drop=True)
     timings = pd.read_csv(out / "timings.csv")
+    timings = timings[timings["method"].isin(labels)].reset_index(drop=True)
+    if results.empty:
+        p.error(f"{out} holds none of the table's methods ({', '.join(MEASURED)})")
     rows = []
     for _, t in timings.iterrows():
         before, last = reference.get(t.method), previous.get(t.method)
@@ -100,7 +111,7 @@ def main(argv=None) -> int:
         path = write_frozen(
             results, "measured_results", command=COMMAND,
             description="per-fold results of 5 x stratified 10-fold CV (the same 50 folds) on Musk1, Musk2, Fox, "
-            "Tiger and Elephant for every method of minitorch-proto reproduce --methods all, in one run",
+            "Tiger and Elephant for every method of methods.MEASURED (minitorch-proto reproduce), in one run",
             commit=commit, cpu_count=os.cpu_count(),
             wall_seconds={r["method"]: r["wall_s"] for r in rows},
             one_at_a_time_seconds={k: round(v, 1) for k, v in reference.items()},

@@ -467,8 +467,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated: prototype, prototype-compat, prototype-tuned, prototype-monotone, "
                    "prototype-recommended, "
                    "prototype-best (nested "
-                   "search + 5-seed ensemble; long), baseline names, or 'all' (all but prototype-best; default: "
-                   "prototype)")
+                   "search + 5-seed ensemble; long), baseline names, or 'all' (every one of these but prototype-best; "
+                   "default: prototype)")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--folds", type=int, default=10)
     p.add_argument("--out", default="results",

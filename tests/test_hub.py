@@ -33,6 +33,8 @@ def test_every_baseline_and_row_label_is_registered_once():
     # the report's names are the registry's, for every label
     assert DISPLAY_NAMES == {m.label: m.display for m in methods.METHODS.values()}
     assert [m.key for m in methods.resolve("all")] == list(methods.ALL)
+    # 'all' is what the help says: every method but the hours-long nested search, the recommended one included
+    assert set(methods.ALL) == set(methods.METHODS) - {"prototype-best"}
     with pytest.raises(ValueError, match="unknown method 'nope'"):
         methods.resolve("miles,nope")
 
@@ -260,3 +262,14 @@ def test_reproduce_runs_the_tuned_rows_as_estimators_and_writes_their_choices(ke
     if key == "prototype-tuned":
         rates = [3e-5 * k for k in methods.TUNING_MULTIPLIERS]  # Table 1's Musk1 rate times the multipliers
         assert all(min(abs(v - r) for r in rates) < 1e-12 for v in choices.lr_classifier), choices
+
+
+def test_measured_results_holds_exactly_the_measured_methods():
+    """benchmarks/reproduce_all.py freezes methods.MEASURED; the recommended and monotone rows come from
+    their own tables, so they must not be in it (the one ranking would list them twice)."""
+    from minitorch_proto.book.frozen import load_frozen
+
+    labels = {methods.get(k).label for k in methods.MEASURED}
+    assert set(load_frozen("measured_results")["method"]) == labels
+    assert set(methods.MEASURED) < set(methods.ALL)
+    assert not {"prototype-recommended", "prototype-monotone", "prototype-best"} & set(methods.MEASURED)
