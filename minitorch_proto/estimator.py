@@ -19,7 +19,7 @@ from .estimator_files import load_estimator, save_estimator
 from .training import TrainConfig
 from .utils import resolve_device
 from .validation import (align_frames, check_bags, check_chunk_size, check_distance_range, check_finite_scores,
-                         check_labels, frame_columns, seed_from)
+                         check_labels, check_shared_bags, frame_columns, seed_from)
 
 __all__ = ["PrototypeMILClassifier", "load_model", "RECOMMENDED"]
 
@@ -363,12 +363,12 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         if k < 1:
             raise ValueError(f"n_seeds must be >= 1, got {self.n_seeds}.")
         check_chunk_size(self.chunk_size)
-        prepared, classes0 = [], None
+        prepared, classes0, seen = [], None, {}
         for bags, y in sets:
             names = frame_columns(bags)
             if names is not None:
                 bags = align_frames(bags, names)
-            bags = check_bags(bags)
+            bags = check_shared_bags(bags, seen)  # one validated copy of a bag shared by several sets
             y_enc, classes = check_labels(y, len(bags))
             if classes0 is None:
                 classes0 = classes
@@ -376,7 +376,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
                 # One batched program needs one label encoding; sets with other classes train apart.
                 raise ValueError("training sets fitted together must have the same classes; fit them one by one.")
             standardizer = BagStandardizer(self.standardization).fit(bags)
-            check_distance_range(standardizer.transform(bags), torch.float32)
+            # Bag by bag (a generator): a standardised copy of every bag would only be thrown away.
+            check_distance_range((standardizer.transform_instances(b) for b in bags), torch.float32)
             prepared.append((bags, y_enc, classes, names, standardizer))
         check_head_threshold(self.head_threshold, len(classes0))  # before training, not after
         pool, labels, index_sets = shared_pool([(bags, y_enc) for bags, y_enc, *_ in prepared])
@@ -413,7 +414,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         del fit  # its pool of every instance is not needed past here: on large sets, memory the push can use
         # Heads in processes, never threads (HeadWorkers says why; threads moved Fox's 5 x 10 from .623 to .625).
         with HeadWorkers(n_jobs) as workers:  # every target's heads share them, fitted while the next one pushes
-            done = [est._refit_after_training(np.concatenate(std.transform(bags)), [len(b) for b in bags], y_enc,
+            done = [est._refit_after_training(std.transform_stacked(bags), [len(b) for b in bags], y_enc,
                                               classes, model_seeds[t * k:(t + 1) * k], workers)
                     for t, (est, (bags, y_enc, classes, _, std)) in enumerate(zip(targets, prepared))
                     if est.push or est.head == "logistic"]
@@ -536,11 +537,10 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         return self._head_features(check_bags(bags, self.n_features_in_))
 
     def _head_features(self, bags: list[np.ndarray]) -> torch.Tensor:
-        std = self.standardizer_.transform(bags)
-        check_distance_range(std, self.model_.prototypes.dtype)
-        sizes = np.array([len(b) for b in std])
-        bag_index = np.repeat(np.arange(len(std)), sizes)
-        return self.model_.features_chunked(np.concatenate(std), bag_index, len(std), self.chunk_size)
+        sizes = np.array([len(b) for b in bags])
+        std = self.standardizer_.transform_stacked(bags)
+        check_distance_range(np.split(std, np.cumsum(sizes)[:-1]), self.model_.prototypes.dtype)  # views
+        return self.model_.features_chunked(std, np.repeat(np.arange(len(bags)), sizes), len(bags), self.chunk_size)
 
     def _logits(self, bags) -> torch.Tensor:
         with torch.no_grad():

@@ -133,6 +133,21 @@ class BagStandardizer:
     def transform(self, bags: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [self.transform_instances(b) for b in bags]
 
+    def transform_stacked(self, bags: Sequence[np.ndarray]) -> np.ndarray:
+        """:meth:`transform` of the bags as one (n_instances, n_features) float64 array, bag after bag.
+
+        The same values as ``np.concatenate(self.transform(bags))``, built in one array: the
+        per-bag list and its temporaries would double the peak memory on large collections.
+        """
+        if self.mode != "feature":
+            return np.concatenate(self.transform(bags), axis=0)
+        if self.mean_ is None:
+            raise RuntimeError("BagStandardizer(mode='feature') must be fitted before transform.")
+        X = np.concatenate(bags, axis=0, dtype=np.float64)
+        X -= self.mean_  # in place: the same arithmetic as (X - mean) / scale, element by element
+        X /= self.scale_
+        return X
+
     def fit_transform(self, bags: Sequence[np.ndarray]) -> list[np.ndarray]:
         return self.fit(bags).transform(bags)
 

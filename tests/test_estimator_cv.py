@@ -316,3 +316,39 @@ def test_estimator_matches_the_sequential_reference_trainer(backend):
     train_model(model, [torch.as_tensor(b, dtype=torch.float32) for b in st.transform(bags)], torch.as_tensor(y),
                 clf.train_config(), seed=9)
     torch.testing.assert_close(clf.model_.prototypes, model.prototypes, rtol=1e-4, atol=1e-5)
+
+
+def test_cv_on_float32_bags_pools_each_bag_once_with_the_same_result(monkeypatch):
+    """Folds share bag objects; converting float32 bags must not give every fold its own copy of each."""
+    import minitorch_proto.estimator as estimator_module
+
+    pooled = []
+    shipped = estimator_module.shared_pool
+
+    def spy(sets):
+        out = shipped(sets)
+        pooled.append(len(out[0]))
+        return out
+
+    monkeypatch.setattr(estimator_module, "shared_pool", spy)
+    bags, y = make_concept_bags(n_bags=30, seed=4)
+    folds = stratified_folds(y, n_repeats=2, n_folds=3)
+    est = PrototypeMILClassifier(n_prototypes=3, epochs=2, device="cpu")
+    res64 = cross_validate(est, bags, y, folds)
+    res32 = cross_validate(est, [b.astype(np.float32) for b in bags], y, folds)
+    assert pooled == [30, 30]  # one slot per bag, not one per bag and fold (120 before)
+    # float32 values are float64 values rounded; the same training on them, fold for fold
+    same = cross_validate(est, [b.astype(np.float32).astype(np.float64) for b in bags], y, folds)
+    assert np.array_equal(res32["auc"].to_numpy(), same["auc"].to_numpy())
+    assert len(res64) == len(res32)
+
+
+def test_check_shared_bags_validates_each_object_once_and_names_bad_bags():
+    from minitorch_proto.validation import check_shared_bags
+
+    a, b = np.ones((2, 3), np.float32), np.zeros((1, 3), np.float32)
+    seen = {}
+    first, second = check_shared_bags([a, b], seen), check_shared_bags([b, a], seen)
+    assert first[0] is second[1] and first[1] is second[0] and first[0].dtype == np.float64
+    with pytest.raises(ValueError, match=r"bags\[1\] contains NaN"):
+        check_shared_bags([a, np.full((1, 3), np.nan)], seen)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from minitorch_proto.training import train_batched
+from minitorch_proto.training import compiled, train_batched
 from minitorch_proto.training.setup import size_groups
 from minitorch_proto.model import PrototypeMIL, PrototypeMILConfig, compat_config, monotone_config
 from minitorch_proto.preprocessing import BagStandardizer
@@ -318,3 +318,54 @@ def test_engines_agree_on_drawn_configurations(k, backend):
         torch.testing.assert_close(fit.prototypes[i], model.prototypes.detach(), rtol=1e-8, atol=1e-9)
         torch.testing.assert_close(fit.weight[i], model.weight.detach(), rtol=1e-8, atol=1e-9)
         assert fit.history[i][-1]["total"] == pytest.approx(history[-1]["total"], rel=1e-8)
+
+
+@pytest.mark.parametrize("mode", ["feature", "instance", "none"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_transform_stacked_equals_the_concatenated_transform(mode, dtype):
+    rng = np.random.default_rng(3)
+    bags = [(rng.normal(size=(k, 5)) * [1, 10, 1e-3, 1, 4] + 2).astype(dtype) for k in (3, 1, 7)]
+    st = BagStandardizer(mode).fit(bags)
+    stacked = st.transform_stacked(bags)
+    assert stacked.dtype == np.float64 and stacked.shape == (11, 5)
+    assert np.array_equal(stacked, np.concatenate(st.transform(bags)))  # bit for bit, not to rounding
+    with pytest.raises(RuntimeError, match="fitted"):
+        BagStandardizer("feature").transform_stacked(bags)
+
+
+@pytest.mark.skipif(not compiled.AVAILABLE, reason="numba not installed")
+def test_compiled_engine_standardises_in_slices_with_the_same_result(monkeypatch):
+    """The compiled engine fills its copy of the bags a slice of rows at a time; any slice gives one result."""
+    from minitorch_proto.training import batched
+
+    bags, y = make_concept_bags(n_bags=24, seed=5)
+    sets = [np.arange(0, 16), np.arange(8, 24)]
+    mconf, tconf = PrototypeMILConfig(n_prototypes=3, init="kmeans++"), TrainConfig(epochs=2)
+
+    def fit():
+        out = train_batched(bags, y, sets, [0, 1], mconf, tconf, backend="compiled")
+        return out.prototypes.clone(), out.weight.clone()
+
+    whole = fit()
+    monkeypatch.setattr(batched, "_SLICE_ROWS", 7)  # several slices per model, one crossing each bag
+    sliced = fit()
+    assert all(torch.equal(a, b) for a, b in zip(whole, sliced))
+
+
+@pytest.mark.skipif(not compiled.AVAILABLE, reason="numba not installed")
+def test_seeds_on_the_same_bags_share_one_copy_and_train_as_apart(monkeypatch):
+    """An ensemble's members (same bags, same standardisation) read one standardised copy of the bags."""
+    bags, y = make_concept_bags(n_bags=24, seed=6)
+    train, other = np.arange(20), np.arange(4, 24)
+    mconf, tconf = PrototypeMILConfig(n_prototypes=3, init="kmeans++"), TrainConfig(epochs=2)
+    rows = []
+    shipped = compiled.train_epoch
+    monkeypatch.setattr(compiled, "train_epoch",
+                        lambda state, X, *a, **k: rows.append(len(X)) or shipped(state, X, *a, **k))
+    together = train_batched(bags, y, [train, train, other], [0, 1, 2], mconf, tconf, backend="compiled")
+    n_train, n_other = (sum(len(bags[i]) for i in t) for t in (train, other))
+    assert set(rows) == {n_train + n_other}  # not 2 n_train + n_other: the two seeds on `train` share a copy
+    for m, (t, seed) in enumerate([(train, 0), (train, 1), (other, 2)]):
+        alone = train_batched(bags, y, [t], [seed], mconf, tconf, backend="compiled")
+        assert torch.equal(alone.prototypes[0], together.prototypes[m])
+        assert torch.equal(alone.weight[0], together.weight[m])

@@ -257,3 +257,13 @@ def test_warm_started_halving_chooses_and_scores_exactly_as_from_scratch():
         assert len(a.rungs) == 3
         for x, z in zip(a.rungs, b.rungs):
             pd.testing.assert_frame_equal(x, z)
+
+
+def test_search_cv_on_float32_bags_pools_each_bag_once(monkeypatch):
+    pooled = []
+    shipped = tuning.shared_pool
+    monkeypatch.setattr(tuning, "shared_pool", lambda sets: pooled.append(shipped(sets)) or pooled[-1])
+    bags, y = make_concept_bags(n_bags=24, seed=2)
+    cross_validate(HalvingSearch(SMALL), [b.astype(np.float32) for b in bags], y,
+                   stratified_folds(y, n_repeats=1, n_folds=3))
+    assert len(pooled[0][0]) == 24  # one slot per bag, not one per bag and fold

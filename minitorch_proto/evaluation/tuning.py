@@ -420,7 +420,7 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
         """One search per ``(bags, y)``, all trained together; the same as fitting each alone."""
         from ..estimator import PrototypeMILClassifier
         from ..meta_estimators import with_random_state
-        from ..validation import check_bags, check_labels
+        from ..validation import check_labels, check_shared_bags
 
         train_sets = list(train_sets)
         if estimators is None:
@@ -428,9 +428,9 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
                 raise ValueError("fit_many needs one random state per training set.")
             estimators = [with_random_state(self, s) for s in random_states]
         budget = self.budget or SearchBudget()
-        encoded, classes0 = [], None
+        encoded, classes0, seen = [], None, {}
         for bags, y in train_sets:
-            bags = check_bags(bags)
+            bags = check_shared_bags(bags, seen)  # folds share bags: one validated copy each
             y_enc, classes = check_labels(y, len(bags))
             if classes0 is not None and not np.array_equal(classes, classes0):
                 raise ValueError("training sets searched together must have the same classes.")

@@ -56,7 +56,7 @@ class BagPool:
         sizes = np.array([len(b) for b in bags], dtype=np.int64)
         self.sizes = sizes
         self.offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        self.instances = torch.as_tensor(np.concatenate(bags, axis=0), dtype=torch.float64, device=device)
+        self.instances = torch.as_tensor(np.concatenate(bags, axis=0, dtype=np.float64), device=device)
         self.device = device
         self.n_features = self.instances.shape[1]
 
