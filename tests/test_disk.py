@@ -151,3 +151,26 @@ def test_cli_train_and_predict_from_a_bag_folder(tmp_path, problem, capsys):
     assert main(["train", "--bags-dir", str(tmp_path / "nowhere"), "--labels", str(labels), "--out",
                  str(tmp_path / "x.pt")]) == 2
     assert "nowhere" in capsys.readouterr().err and not (tmp_path / "x.pt").exists()
+
+
+def test_cross_validating_a_bag_folder_reads_each_bag_once_and_pools_it_once(tmp_path, monkeypatch):
+    """Folds share bags: a folder's bag is read once, and its float32 values are converted into one copy."""
+    import minitorch_proto.estimator as estimator_module
+    from minitorch_proto import PrototypeMILClassifier
+    from minitorch_proto.evaluation import cross_validate, stratified_folds
+
+    from .conftest import make_concept_bags
+
+    bags, y = make_concept_bags(n_bags=24, seed=9)
+    data = DiskBagDataset(tmp_path, write_bag_folder(tmp_path, bags, y, fmt="npy"))  # float32 files
+    reads, pooled = [], []
+    shipped_rows, shipped_pool = DiskBagDataset.rows, estimator_module.shared_pool
+    monkeypatch.setattr(DiskBagDataset, "rows", lambda self, *a: reads.append(a[0]) or shipped_rows(self, *a))
+    monkeypatch.setattr(estimator_module, "shared_pool", lambda sets: pooled.append(shipped_pool(sets)) or pooled[-1])
+    folds = stratified_folds(data.y, n_repeats=2, n_folds=3)
+    res = cross_validate(PrototypeMILClassifier(n_prototypes=3, epochs=2, device="cpu"), data, data.y, folds)
+    assert sorted(reads) == list(range(24))  # each bag once, test folds included (not 2 x 24 + 2 x 24 x 2/3)
+    assert len(pooled[0][0]) == 24
+    in_memory = cross_validate(PrototypeMILClassifier(n_prototypes=3, epochs=2, device="cpu"),
+                               [b.astype(np.float32) for b in bags], y, folds)
+    assert np.array_equal(res["auc"].to_numpy(), in_memory["auc"].to_numpy())

@@ -262,7 +262,14 @@ def cross_validate(
     y_enc, classes = check_labels(y, len(bags))
     folds = list(folds)
     copies = [with_random_state(estimator, f.seed) for f in folds]
-    train_sets = [([bags[i] for i in f.train], y[f.train]) for f in folds]
+    # Each bag fetched once: a lazy collection (DiskBagDataset) reads its file on every access, which would
+    # give every fold its own copy of every bag (45 for 5 x 10) and leave the trainers nothing to share.
+    fetched: dict[int, np.ndarray] = {}
+
+    def bags_at(index) -> list[np.ndarray]:
+        return [fetched[i] if i in fetched else fetched.setdefault(i, bags[i]) for i in map(int, index)]
+
+    train_sets = [(bags_at(f.train), y[f.train]) for f in folds]
     t0 = time.perf_counter()
     if hasattr(estimator, "fit_many"):
         fitted = estimator.fit_many(train_sets, estimators=copies, n_jobs=n_jobs)
@@ -272,7 +279,7 @@ def cross_validate(
     label = method or type(estimator).__name__
     rows = []
     for fold, est in zip(folds, fitted):
-        proba = proba_in(est, [bags[i] for i in fold.test], classes)
+        proba = proba_in(est, bags_at(fold.test), classes)
         acc, auc = scores_from_proba(y_enc[fold.test], proba)
         rows.append(_fold_row(dataset, label, fold, "final", np.nan, acc, auc, seconds))
     frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
