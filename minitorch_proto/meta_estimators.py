@@ -260,9 +260,10 @@ class InnerCVSelection(_Wrapper):
                     work.append(with_random_state(clone(e.estimator).set_params(**cand), seed))
                     sets.append(([bags[i] for i in tr], y_enc[tr]))
                     where.append((e_i, g, va))
-        # Grid-major order: each candidate's copies share settings, so they train as one batched program.
-        order = sorted(range(len(work)), key=lambda k: (where[k][1], where[k][0]))
-        fitted = dict(zip(order, _fit_all([work[k] for k in order], [sets[k] for k in order], n_jobs)))
+        # Fitted in the order made (training set, candidate, split): the batched trainers group copies that
+        # share settings themselves. A grid-major order put each candidate's copies side by side and left one
+        # of two cores idle for a quarter of the tuned rates' run (Fox, 1 x 10: 38.1 s against 29.4 s).
+        fitted = _fit_all(work, sets, n_jobs)
         finals = []
         for e_i, (e, (bags, y)) in enumerate(zip(estimators, train_sets)):
             y_enc, classes = check_labels(y, len(bags))
