@@ -40,7 +40,6 @@ from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import load_frozen, provenance, write_frozen
 
 COMMAND = "python benchmarks/reproduce_all.py --freeze"
-MEASURED = methods.MEASURED
 
 
 def _previous_reference(meta: dict) -> dict[str, float]:
@@ -79,20 +78,20 @@ def main(argv=None) -> int:
     else:
         out, commit = Path(args.out), code_version()
         t0 = time.perf_counter()
-        cmd = [sys.executable, "-m", "minitorch_proto", "reproduce", "--methods", ",".join(MEASURED), "--quiet",
+        cmd = [sys.executable, "-m", "minitorch_proto", "reproduce", "--methods", ",".join(methods.MEASURED), "--quiet",
                "--out", str(out)]
         if subprocess.run(cmd).returncode != 0:
             print("error: the reproduce run failed; nothing frozen", file=sys.stderr)
             return 1
         total = time.perf_counter() - t0
     # A --from folder may hold more rows (reproduce --methods all): the table keeps its own.
-    labels = [methods.get(key).label for key in MEASURED]
+    labels = [methods.get(key).label for key in methods.MEASURED]
     results = pd.read_csv(out / "results.csv")
     results = results[results["method"].isin(labels)].reset_index(drop=True)
     timings = pd.read_csv(out / "timings.csv")
     timings = timings[timings["method"].isin(labels)].reset_index(drop=True)
     if results.empty:
-        p.error(f"{out} holds none of the table's methods ({', '.join(MEASURED)})")
+        p.error(f"{out} holds none of the table's methods ({', '.join(methods.MEASURED)})")
     rows = []
     for _, t in timings.iterrows():
         before, last = reference.get(t.method), previous.get(t.method)

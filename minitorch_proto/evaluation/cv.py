@@ -267,7 +267,11 @@ def cross_validate(
     fetched: dict[int, np.ndarray] = {}
 
     def bags_at(index) -> list[np.ndarray]:
-        return [fetched[i] if i in fetched else fetched.setdefault(i, bags[i]) for i in map(int, index)]
+        index = [int(i) for i in index]
+        for i in index:
+            if i not in fetched:
+                fetched[i] = bags[i]
+        return [fetched[i] for i in index]
 
     train_sets = [(bags_at(f.train), y[f.train]) for f in folds]
     t0 = time.perf_counter()
