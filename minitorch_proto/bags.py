@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-__all__ = ["BagBatch", "segment_pool", "shared_pool", "POOLINGS"]
+__all__ = ["BagBatch", "segment_pool", "shared_pool", "bag_groups", "StackedInstances", "POOLINGS"]
 
 POOLINGS = ("min", "mean", "max")
 
@@ -120,3 +120,54 @@ def shared_pool(sets: Sequence[tuple[Sequence[np.ndarray], np.ndarray]]) -> tupl
         index_sets.append(np.asarray(rows, dtype=np.int64))
     return pool, np.asarray(labels, dtype=np.int64), index_sets
 
+
+
+def bag_groups(sizes: Sequence[int], chunk_size: int) -> list[tuple[int, int]]:
+    """Runs ``(a, b)`` of consecutive bags holding about ``chunk_size`` instances each (at least one bag).
+
+    How a collection too large to hold is read: a group at a time, so memory is bounded by
+    ``chunk_size`` instances or the largest bag, whichever is larger.
+    """
+    ends = np.cumsum(np.asarray(sizes, dtype=np.int64))
+    cuts, start = [0], 0
+    for i, end in enumerate(ends):
+        if end - start > chunk_size and i > cuts[-1]:
+            cuts.append(i)
+            start = ends[i - 1]
+    cuts.append(len(ends))
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+class StackedInstances:
+    """The standardised training instances of a set of bags, held in memory as one (N, L) array.
+
+    A *row source*: what the steps after training (the push, the similarity width, the convex
+    head's features; :func:`~minitorch_proto.convex_head.refit_members`) and a data-driven start
+    (:func:`~minitorch_proto.model.init_prototypes`) read. Its twin for bags too large to hold,
+    :class:`~minitorch_proto.training.distributed.StreamedInstances`, reads them when needed and
+    has the same members:
+
+    * ``sizes``: instances per bag; ``len(source)``: all instances;
+    * ``source[idx]``: the rows at global positions ``idx`` (bag after bag), float64;
+    * ``pieces()``: ``(bag, first_row, rows)`` covering every bag in order;
+    * ``groups()``: ``(bag_ids, rows, local_bag_index)`` for runs of consecutive bags.
+    """
+
+    def __init__(self, instances: np.ndarray, sizes: Sequence[int]) -> None:
+        self.instances = instances
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        if int(self.sizes.sum()) != len(instances):
+            raise ValueError(f"the bag sizes add up to {int(self.sizes.sum())} instances, not {len(instances)}.")
+
+    def __len__(self) -> int:
+        return len(self.instances)
+
+    def __getitem__(self, idx) -> np.ndarray:
+        return self.instances[idx]
+
+    def pieces(self):
+        for b, rows in enumerate(np.split(self.instances, np.cumsum(self.sizes)[:-1])):  # views
+            yield b, 0, rows
+
+    def groups(self):
+        yield np.arange(len(self.sizes)), self.instances, np.repeat(np.arange(len(self.sizes)), self.sizes)

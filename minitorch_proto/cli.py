@@ -211,6 +211,17 @@ def _configs(args, dataset_name: str, compat: str | None = None):
         mconf, tconf = paper_configs(dataset_name)
     else:
         mconf, tconf = PrototypeMILConfig(), TrainConfig()
+    m_over, t_over = _overrides(args)
+    standardization = getattr(args, "standardization", "feature")
+    compat = compat or getattr(args, "compat", "none")
+    if compat == "official":
+        mconf, tconf = compat_config(mconf), compat_train_config(tconf)
+        standardization = "instance"
+    return replace(mconf, **m_over), replace(tconf, **t_over), standardization
+
+
+def _overrides(args) -> tuple[dict, dict]:
+    """The model and training settings given on the command line (flags left out are not in them)."""
     m_over = {k: v for k, v in dict(
         n_prototypes=getattr(args, "prototypes", None),
         distance=getattr(args, "distance", None),
@@ -227,12 +238,7 @@ def _configs(args, dataset_name: str, compat: str | None = None):
         lr_prototypes=getattr(args, "lr_prototypes", None),
         lr_classifier=getattr(args, "lr_classifier", None),
     ).items() if v is not None}
-    standardization = getattr(args, "standardization", "feature")
-    compat = compat or getattr(args, "compat", "none")
-    if compat == "official":
-        mconf, tconf = compat_config(mconf), compat_train_config(tconf)
-        standardization = "instance"
-    return replace(mconf, **m_over), replace(tconf, **t_over), standardization
+    return m_over, t_over
 
 
 def _monotone_configs(args, mconf, tconf):
@@ -249,13 +255,21 @@ def _monotone_configs(args, mconf, tconf):
 def _estimator_from(args, dataset_name: str):
     from .estimator import PrototypeMILClassifier
 
-    mconf, tconf, std = _configs(args, dataset_name)
-    return PrototypeMILClassifier(
-        **mconf.to_dict(), **tconf.to_dict(),
-        standardization=std, device=args.device, backend=args.backend, random_state=args.seed, verbose=True,
+    common = dict(
+        device=args.device, backend=args.backend, random_state=args.seed, verbose=True,
         **({"chunk_size": args.chunk_size} if getattr(args, "chunk_size", None) else {}),
         autocast=None if getattr(args, "autocast", "none") == "none" else args.autocast,
     )
+    if getattr(args, "recommended", False):
+        if args.compat != "none":
+            raise ValueError("--recommended and --compat official are two different models; choose one.")
+        m_over, t_over = _overrides(args)  # its recipe, then only the flags given
+        return PrototypeMILClassifier.recommended(**m_over, **t_over, standardization=args.standardization,
+                                                  class_weight=args.class_weight, **common)
+    if getattr(args, "class_weight", None) is not None:
+        raise ValueError("--class-weight weights the convex head of --recommended; the paper's model has none.")
+    mconf, tconf, std = _configs(args, dataset_name)
+    return PrototypeMILClassifier(**mconf.to_dict(), **tconf.to_dict(), standardization=std, **common)
 
 
 # ------------------------------------------------------------------ commands
@@ -511,6 +525,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.add_argument("--out", required=True,
                    help="model file to write, e.g. model.safetensors (safetensors + a verified JSON header)")
+    p.add_argument("--recommended", action="store_true",
+                   help="train the recommended model (PrototypeMILClassifier.recommended(): 1,024 pushed k-means++ "
+                   "prototypes, cosine distance, a convex head, 2 members) instead of the paper's; model flags "
+                   "given override its recipe")
+    p.add_argument("--class-weight", default=None, choices=["balanced"],
+                   help="with --recommended: 'balanced' weights the head's classes by their inverse frequency")
     g = p.add_argument_group("large collections")
     g.add_argument("--stream", action="store_true",
                    help="train with the streaming trainer: bags read when needed, in bounded memory "

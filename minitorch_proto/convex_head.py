@@ -27,7 +27,7 @@ import torch
 from .distances import median_pairwise_distance
 from .utils import torch_threads
 
-__all__ = ["push_prototypes", "fit_convex_head", "ConvexHead", "HeadWorkers", "refit_members", "check_head_options",
+__all__ = ["push_prototypes", "nearest_instances", "fit_convex_head", "ConvexHead", "HeadWorkers", "refit_members", "check_head_options",
            "check_head_repeats", "check_head_scoring", "check_head_threshold", "best_cut", "HEAD_CS",
            "HEAD_FEATURES", "RECOMMENDED"]
 
@@ -92,6 +92,16 @@ def push_prototypes(prototypes: np.ndarray, bags: Sequence[np.ndarray],
     pushed : ndarray (D, L), rows copied from the bags
     sources : int ndarray (D, 2), (bag index, instance index) of each pushed prototype
     """
+    return nearest_instances(prototypes, ((b, 0, bag) for b, bag in enumerate(bags)), metric)
+
+
+def nearest_instances(prototypes: np.ndarray, pieces, metric: str = "euclidean") -> tuple[np.ndarray, np.ndarray]:
+    """:func:`push_prototypes` over ``pieces``, ``(bag, first_row, rows)`` triples that cover the bags in order.
+
+    A bag may come in several pieces (read from disk a chunk at a time): the instance index
+    is ``first_row`` plus the row within the piece, and the first of tied instances wins, as
+    it does over whole bags.
+    """
     from .distances import pairwise_distance
 
     P = np.asarray(prototypes, dtype=np.float64)
@@ -100,15 +110,15 @@ def push_prototypes(prototypes: np.ndarray, bags: Sequence[np.ndarray],
     pushed = np.array(P, copy=True)
     P_t = torch.as_tensor(P)
     cols = np.arange(len(P))
-    for b, bag in enumerate(bags):
-        X = np.asarray(bag, dtype=np.float64)
+    for b, first, rows in pieces:
+        X = np.asarray(rows, dtype=np.float64)
         # Rounding can only change which of two near-tied instances wins; the copied row is
         # the instance itself, so the pushed prototype is exact either way.
         d = pairwise_distance(torch.as_tensor(X), P_t, metric).numpy()
         k = d.argmin(0)
         closer = d[k, cols] < best
         best = np.where(closer, d[k, cols], best)
-        sources[closer] = np.column_stack([np.full(closer.sum(), b), k[closer]])
+        sources[closer] = np.column_stack([np.full(closer.sum(), b), first + k[closer]])
         pushed[closer] = X[k[closer]]
     return pushed, sources
 
@@ -323,16 +333,17 @@ class HeadWorkers:
         return future.result
 
 
-def refit_members(models, std_instances, sizes, y_enc, classes, seeds, *, push: bool, head: str, penalty: str = "l2",
+def refit_members(models, source, y_enc, classes, seeds, *, push: bool, head: str, penalty: str = "l2",
                   class_weight=None, threshold: str = "fixed", similarity: bool = False,
                   scoring: str = "log_loss", features: str = "all", repeats: int = 1,
                   chunk_size: int = 65_536, workers: HeadWorkers | None = None,
                   ) -> Callable[[], tuple[np.ndarray | None, list | None, list | None]]:
     """Push (optionally) and refit the head (``head="logistic"``) of each trained model, in place.
 
-    ``std_instances`` are the training bags' instances as the models see them (standardised), one
-    (N, L) array, bag after bag, and ``sizes`` the number of instances of each bag: the bags are
-    views of that array, so the data are not copied a second time;
+    ``source`` holds the training bags' instances as the models see them (standardised): a row
+    source, :class:`~minitorch_proto.bags.StackedInstances` (one array in memory) or
+    :class:`~minitorch_proto.training.distributed.StreamedInstances` (bags read when needed, so a
+    collection that does not fit in memory gets the same push and head);
     ``class_weight`` maps the labels in ``classes`` to weights (or "balanced").
     ``similarity``: the head also reads MILES's similarity of each prototype
     (:meth:`~minitorch_proto.model.PrototypeMIL.add_similarity`), its width the median distance
@@ -352,20 +363,18 @@ def refit_members(models, std_instances, sizes, y_enc, classes, seeds, *, push: 
         class_weight = {int(np.flatnonzero(np.asarray(classes) == c)[0]): float(w) for c, w in class_weight.items()}
     workers = HeadWorkers(1) if workers is None else workers
     sources, pending, names = [], [], _HEAD_SETS[features]
-    sizes = np.asarray(sizes, dtype=np.int64)
-    std_bags = np.split(std_instances, np.cumsum(sizes)[:-1])  # views
-    bag_index = np.repeat(np.arange(len(sizes)), sizes)
     for model, seed in zip(models, seeds):
         with torch.no_grad():
             if push:
-                pushed, src = push_prototypes(model.prototypes.detach().double().numpy(), std_bags,
-                                               model.config.distance)
+                pushed, src = nearest_instances(model.prototypes.detach().double().numpy(), source.pieces(),
+                                                model.config.distance)
                 model.prototypes.copy_(torch.as_tensor(pushed, dtype=model.prototypes.dtype))
                 sources.append(src)
             if head == "logistic":
                 if similarity:
-                    model.add_similarity(median_pairwise_distance(std_instances, random_state=int(seed)) ** 2)
-                feats = model.features_chunked(std_instances, bag_index, len(sizes), int(chunk_size)).double().numpy()
+                    model.add_similarity(median_pairwise_distance(source, random_state=int(seed)) ** 2)
+                feats = torch.cat([model.features_chunked(rows, local, len(ids), int(chunk_size))
+                                   for ids, rows, local in source.groups()]).double().numpy()
                 # The similarity block is the last D columns (PrototypeMIL.features).
                 columns = {"all": np.arange(feats.shape[1]),
                            "similarity": np.arange(feats.shape[1] - len(model.prototypes), feats.shape[1])}

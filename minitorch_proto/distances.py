@@ -113,11 +113,16 @@ def median_pairwise_distance(X: np.ndarray, max_samples: int = 1000, random_stat
     """Median Euclidean distance between distinct rows of ``X`` (up to ``max_samples`` rows, sampled).
 
     MILES's kernel width (Chen, Bi & Wang 2006) and the prototype model's similarity
-    features (``head_similarity=True``) both scale by it.
+    features (``head_similarity=True``) both scale by it. ``X`` may also be a row source with
+    ``len()`` and indexing by an integer array (bags read lazily): only the sampled rows are read.
     """
     rng = check_random_state(random_state)
-    if X.shape[0] > max_samples:
-        X = X[np.sort(rng.choice(X.shape[0], size=max_samples, replace=False))]
+    n = len(X)
+    if n > max_samples:
+        X = X[np.sort(rng.choice(n, size=max_samples, replace=False))]
+    elif not isinstance(X, np.ndarray):
+        X = X[np.arange(n)]
+    X = np.asarray(X)
     if X.shape[0] < 2:
         return 1.0
     sq = np.sum(X * X, axis=1)

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
-from .bags import shared_pool
+from .bags import StackedInstances, bag_groups, shared_pool
 from .model import PrototypeMIL, PrototypeMILConfig, class_probabilities, head_logits
 from .convex_head import RECOMMENDED, HeadWorkers, check_head_options, check_head_threshold, refit_members
 from .preprocessing import BagStandardizer
@@ -352,17 +352,21 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
                                           n_jobs)
         return estimators
 
+    def _check_settings(self) -> int:
+        """One-line errors for settings that cannot work, before any data are read; returns ``n_seeds``."""
+        check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone), self.head_threshold,
+                           self.head_similarity, self.head_scoring, self.head_features, self.head_inner_repeats)
+        if int(self.n_seeds) < 1:
+            raise ValueError(f"n_seeds must be >= 1, got {self.n_seeds}.")
+        check_chunk_size(self.chunk_size)
+        return int(self.n_seeds)
+
     def _train(self, sets, targets, on_epoch_end, n_jobs: int = 1) -> None:
         """Fit ``targets[t]`` on ``sets[t] = (bags, y)``, all in one batched program with this one's settings."""
         from .training import train_batched
 
         mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
-        check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone), self.head_threshold,
-                           self.head_similarity, self.head_scoring, self.head_features, self.head_inner_repeats)
-        k = int(self.n_seeds)
-        if k < 1:
-            raise ValueError(f"n_seeds must be >= 1, got {self.n_seeds}.")
-        check_chunk_size(self.chunk_size)
+        k = self._check_settings()
         prepared, classes0, seen = [], None, {}
         for bags, y in sets:
             names = frame_columns(bags)
@@ -414,17 +418,18 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         del fit  # its pool of every instance is not needed past here: on large sets, memory the push can use
         # Heads in processes, never threads (HeadWorkers says why; threads moved Fox's 5 x 10 from .623 to .625).
         with HeadWorkers(n_jobs) as workers:  # every target's heads share them, fitted while the next one pushes
-            done = [est._refit_after_training(std.transform_stacked(bags), [len(b) for b in bags], y_enc,
-                                              classes, model_seeds[t * k:(t + 1) * k], workers)
+            done = [est._refit_after_training(StackedInstances(std.transform_stacked(bags), [len(b) for b in bags]),
+                                              y_enc, classes, model_seeds[t * k:(t + 1) * k], workers)
                     for t, (est, (bags, y_enc, classes, _, std)) in enumerate(zip(targets, prepared))
                     if est.push or est.head == "logistic"]
             for finish in done:
                 finish()
 
-    def _refit_after_training(self, std_instances, sizes, y_enc, classes, seeds, workers) -> Callable[[], None]:
-        """Push each member's prototypes onto training instances now; returns what stores its head once fitted."""
+    def _refit_after_training(self, source, y_enc, classes, seeds, workers) -> Callable[[], None]:
+        """Push each member's prototypes onto training instances (``source``, a row source) now; returns what
+        stores its head once fitted."""
         pending = refit_members(
-            self.models_, std_instances, sizes, y_enc, classes, seeds, push=bool(self.push), head=self.head,
+            self.models_, source, y_enc, classes, seeds, push=bool(self.push), head=self.head,
             penalty=self.head_penalty, class_weight=self.class_weight, threshold=self.head_threshold,
             similarity=bool(self.head_similarity), scoring=self.head_scoring, features=self.head_features,
             repeats=int(self.head_inner_repeats), chunk_size=int(self.chunk_size), workers=workers)
@@ -474,35 +479,42 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         one streaming pass. Inside an initialised ``torch.distributed`` process group (``torchrun``)
         each process takes its share of every global minibatch of ``batch_size`` bags and all end
         with the same model. ``bags`` may be a list of arrays or a :class:`~minitorch_proto.data.disk.DiskBagDataset`.
-        Only ``init="normal"`` is supported. In float32 the result agrees with :meth:`fit` to
-        rounding (the engines sum in different orders); in float64 to about 1e-12.
+        Every setting works (:meth:`recommended` too): a data-driven start reads only the instances it
+        draws, the ``n_seeds`` members train one after another, and the push and the convex head read
+        the bags once more, ``chunk_size`` instances or one bag at a time (each process all of them).
+        The result agrees with :meth:`fit` to rounding (the engines sum in different orders).
         """
-        from .training.distributed import train_streaming
+        from .training.distributed import StreamedInstances, train_streaming
 
         mconf, tconf = self.model_config(), self.train_config()
-        if (self.push or self.head != "gradient" or self.head_similarity or self.head_scoring != "log_loss"
-                or self.head_features != "all" or self.head_inner_repeats != 1):
-            # The push and the convex head read every training bag after training, which the
-            # streaming trainer never holds; refuse rather than return a model without them.
-            raise ValueError("fit_streaming trains the paper's model only: it needs push=False, head='gradient' "
-                             "and the other head_* defaults; use fit for the others.")
+        k = self._check_settings()
         if not hasattr(bags, "rows"):
             bags = check_bags(bags)  # a lazy dataset checks its files itself, as it reads them
         y_enc, classes = check_labels(y, len(bags))
+        check_head_threshold(self.head_threshold, len(classes))
         seed = self.seed_ = seed_from(self.random_state)
-        fit = train_streaming(
-            bags, y_enc, mconf, tconf, seed=seed, n_classes=len(classes), standardization=self.standardization,
-            chunk_size=int(self.chunk_size), dtype=dtype, device=resolve_device(self.device), autocast=self.autocast,
-            progress=self.verbose,
-        )
-        diverged = [h["epoch"] for h in fit.history if not np.isfinite(h.get("total", 0.0))]
-        if diverged or not all(bool(torch.isfinite(p).all()) for p in fit.model.parameters()):
-            where = f"at epoch {diverged[0]}" if diverged else "in its last steps"
-            raise ValueError(f"training diverged {where}: the loss became NaN or infinite; lower the learning "
-                             "rates (lr_prototypes, lr_classifier; --lr-prototypes, --lr-classifier).")
-        self.classes_, self.n_features_in_, self.standardizer_ = classes, fit.model.n_features, fit.standardizer
-        self.history_ = fit.history
-        self.model_ = fit.model.float().eval()
+        fits, standardizer = [], None  # fitted by the first member's pass, shared by the others
+        for j in range(k):  # member j is seeded seed + j, as fit seeds it
+            fit = train_streaming(
+                bags, y_enc, mconf, tconf, seed=seed + j, n_classes=len(classes), standardization=self.standardization,
+                standardizer=standardizer, chunk_size=int(self.chunk_size), dtype=dtype,
+                device=resolve_device(self.device), autocast=self.autocast, progress=self.verbose,
+            )
+            diverged = [h["epoch"] for h in fit.history if not np.isfinite(h.get("total", 0.0))]
+            if diverged or not all(bool(torch.isfinite(p).all()) for p in fit.model.parameters()):
+                where = f"at epoch {diverged[0]}" if diverged else "in its last steps"
+                raise ValueError(f"training diverged {where}: the loss became NaN or infinite; lower the learning "
+                                 "rates (lr_prototypes, lr_classifier; --lr-prototypes, --lr-classifier).")
+            fits.append(fit)
+            standardizer = fit.standardizer
+        self.classes_, self.n_features_in_, self.standardizer_ = classes, fits[0].model.n_features, standardizer
+        self.models_ = [f.model.float().eval() for f in fits]
+        self.histories_ = [f.history for f in fits]
+        self.model_, self.history_ = self.models_[0], self.histories_[0]
+        if self.push or self.head == "logistic":
+            source = StreamedInstances(bags, standardizer, int(self.chunk_size))
+            with HeadWorkers(1) as workers:
+                self._refit_after_training(source, y_enc, classes, [seed + j for j in range(k)], workers)()
         return self
 
     # ---------------------------------------------------------- predict
@@ -525,15 +537,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         if names is not None and frame_columns(bags) is not None:
             bags = align_frames(bags, list(names))
         if hasattr(bags, "rows") and hasattr(bags, "sizes"):
-            ends = np.cumsum(np.asarray(bags.sizes))
-            cuts, start = [0], 0
-            for i, end in enumerate(ends):
-                if end - start > self.chunk_size and i > cuts[-1]:
-                    cuts.append(i)
-                    start = ends[i - 1]
-            cuts.append(len(bags))
             return torch.cat([self._head_features(check_bags(bags[a:b], self.n_features_in_))
-                              for a, b in zip(cuts[:-1], cuts[1:])])
+                              for a, b in bag_groups(bags.sizes, self.chunk_size)])
         return self._head_features(check_bags(bags, self.n_features_in_))
 
     def _head_features(self, bags: list[np.ndarray]) -> torch.Tensor:
@@ -587,11 +592,9 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     def save(self, path: str | os.PathLike) -> Path:
         """Write the fitted model to one safetensors file with a verified JSON header.
 
-        The header holds the parameters, classes, feature names (when known),
-        the standardisation mode and the training history; the tensors hold the
-        model's state dict and the standardisation statistics. See
-        :mod:`minitorch_proto.serialization`: the write is atomic, and
-        :meth:`load` checks a sha256 of everything.
+        The header holds the parameters, classes, feature names (when known), the standardisation
+        mode and the training history; the tensors the state dict and the standardisation statistics.
+        The write is atomic, and :meth:`load` checks a sha256 of everything (:mod:`~minitorch_proto.serialization`).
         """
         self._check_fitted()
         return save_estimator(self, path)

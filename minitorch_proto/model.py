@@ -245,22 +245,34 @@ def init_prototypes(
     instances: torch.Tensor | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
-    """Initial prototypes of shape (D, L), drawn from ``generator``."""
+    """Initial prototypes of shape (D, L), drawn from ``generator``.
+
+    ``instances`` (the standardised training instances) is an (N, L) array or tensor, or any row
+    source with ``len()`` and indexing by an integer array (a bag collection read lazily,
+    :class:`~minitorch_proto.training.distributed.StreamedInstances`): only the rows drawn are read,
+    so a data-driven start needs neither every instance in memory nor a different draw.
+    """
     D = config.n_prototypes
     if config.init == "normal":
         return torch.randn(D, n_features, generator=generator, dtype=dtype)
     if instances is None or len(instances) == 0:
         raise ValueError(f"init={config.init!r} needs the training instances.")
-    X = torch.as_tensor(instances, dtype=dtype)
-    n = X.shape[0]
+    n = len(instances)
+
+    def take(idx: torch.Tensor) -> torch.Tensor:
+        rows = instances[idx] if isinstance(instances, torch.Tensor) else instances[idx.numpy()]
+        return torch.as_tensor(rows, dtype=dtype)
+
     if config.init == "instances":
         idx = torch.randperm(n, generator=generator)[:D] if n >= D else torch.randint(n, (D,), generator=generator)
-        return X[idx].clone()
+        return take(idx)
     # k-means++ seeding: each next prototype is an instance drawn with probability
     # proportional to its squared distance from the nearest prototype so far.
     sample = max(KMEANS_SAMPLE, 8 * D)
     if n > sample:
-        X, n = X[torch.randperm(n, generator=generator)[:sample]], sample
+        X, n = take(torch.randperm(n, generator=generator)[:sample]), sample
+    else:
+        X = take(torch.arange(n))
     # Every step writes into the same two buffers: a fresh (n, L) temporary per step can cost a page
     # fault per page (glibc maps large blocks anew), which made the seeding up to five times slower.
     diff, sqdist = torch.empty_like(X), torch.empty(n, dtype=X.dtype, device=X.device)

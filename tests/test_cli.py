@@ -81,6 +81,35 @@ def test_train_then_predict_on_a_users_csv(tmp_path, capsys):
     assert (p.predicted == y).mean() > 0.8
 
 
+def test_train_recommended_from_a_bag_folder_held_or_streamed(tmp_path, capsys):
+    from minitorch_proto.data.disk import write_bag_folder
+    from minitorch_proto.estimator import PrototypeMILClassifier, load_model
+
+    bags, y = make_concept_bags(n_bags=30, seed=2)
+    labels = write_bag_folder(tmp_path / "bags", bags, y, fmt="npy")
+    folder = ["--bags-dir", str(tmp_path / "bags"), "--labels", str(labels), "--device", "cpu"]
+    recipe = ["--recommended", "--prototypes", "8", "--seed", "4", "--class-weight", "balanced"]
+    assert main(["train", *folder, *recipe, "--out", str(tmp_path / "held.safetensors")]) == 0
+    assert main(["train", *folder, *recipe, "--stream", "--chunk-size", "5",
+                 "--out", str(tmp_path / "streamed.safetensors")]) == 0
+    held, streamed = load_model(tmp_path / "held.safetensors"), load_model(tmp_path / "streamed.safetensors")
+    # The recipe, with only the flags given changed; both paths give the same model.
+    want = PrototypeMILClassifier.recommended(n_prototypes=8, random_state=4, class_weight="balanced").get_params()
+    for clf in (held, streamed):
+        got = clf.get_params()
+        assert {k: got[k] for k in ("n_prototypes", "distance", "push", "head", "n_seeds", "class_weight",
+                                    "epochs", "random_state")} == \
+            {k: want[k] for k in ("n_prototypes", "distance", "push", "head", "n_seeds", "class_weight",
+                                  "epochs", "random_state")}
+    np.testing.assert_array_equal(streamed.prototype_sources_, held.prototype_sources_)
+    np.testing.assert_allclose(streamed.predict_proba(bags), held.predict_proba(bags), atol=1e-6)
+    assert main(["train", *folder, "--recommended", "--compat", "official", "--out", str(tmp_path / "x.pt")]) == 2
+    assert "choose one" in capsys.readouterr().err
+    assert main(["train", *folder, "--class-weight", "balanced", "--out", str(tmp_path / "x.pt")]) == 2
+    assert "--class-weight weights the convex head of --recommended" in capsys.readouterr().err
+    assert not (tmp_path / "x.pt").exists()
+
+
 def test_cv_command_on_a_users_csv(tmp_path, capsys):
     bags, y = make_concept_bags(n_bags=20, seed=0)
     rows = [dict(bag=i, label=int(y[i]), a=inst[0], b=inst[1], c=inst[2], d=inst[3])

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as mp
+from sklearn.base import clone
 
 from minitorch_proto.bags import BagBatch
 from minitorch_proto.model import PrototypeMIL, PrototypeMILConfig
@@ -89,8 +90,105 @@ def test_chunk_size_and_bf16_autocast(one_torch_thread):
     assert 0 < float(diff) < 0.1
     with pytest.raises(ValueError, match="autocast"):
         train_streaming(bags, y, config, TRAIN, autocast="fp8")
-    with pytest.raises(ValueError, match="init='normal' only"):
-        train_streaming(bags, y, PrototypeMILConfig(n_prototypes=3, init="kmeans++"), TRAIN)
+
+
+class _CountingBags(list):
+    """Array bags that count the instances read through ``rows`` (as a bag folder is read)."""
+
+    read = 0
+
+    @property
+    def sizes(self):
+        return [len(b) for b in self]
+
+    def rows(self, i, start, stop):
+        self.read += stop - start
+        return self[i][start:stop]
+
+
+def test_streamed_instances_are_the_stacked_instances_read_when_needed():
+    from minitorch_proto.bags import StackedInstances
+    from minitorch_proto.preprocessing import BagStandardizer
+    from minitorch_proto.training.distributed import StreamedInstances
+
+    bags, _ = _problem()
+    std = BagStandardizer("feature").fit(bags)
+    stacked = StackedInstances(std.transform_stacked(bags), [len(b) for b in bags])
+    lazy = _CountingBags(bags)
+    streamed = StreamedInstances(lazy, std, chunk_size=2)
+    assert len(streamed) == len(stacked) == sum(len(b) for b in bags)
+    idx = np.random.default_rng(0).permutation(len(stacked))[:9]  # unsorted, across bags and chunks
+    np.testing.assert_array_equal(streamed[idx], stacked[idx])
+    assert lazy.read < len(stacked)  # chunks without a drawn row are not read
+    rebuilt = np.zeros_like(stacked.instances)
+    ends = np.cumsum(stacked.sizes) - stacked.sizes
+    for b, first, rows in streamed.pieces():
+        assert len(rows) <= 2
+        rebuilt[ends[b] + first: ends[b] + first + len(rows)] = rows
+    np.testing.assert_array_equal(rebuilt, stacked.instances)
+    groups = list(streamed.groups())
+    assert len(groups) > 1
+    np.testing.assert_array_equal(np.concatenate([g[0] for g in groups]), np.arange(len(bags)))
+    np.testing.assert_array_equal(np.concatenate([g[1] for g in groups]), stacked.instances)
+    for ids, rows, local in groups:
+        np.testing.assert_array_equal(np.bincount(local, minlength=len(ids)), stacked.sizes[ids])
+    with pytest.raises(IndexError, match="out of range"):
+        streamed[[len(stacked)]]
+
+
+def test_a_data_driven_start_reads_only_the_instances_it_draws(monkeypatch):
+    import minitorch_proto.model as model_module
+    from minitorch_proto.distances import median_pairwise_distance
+    from minitorch_proto.model import init_prototypes
+    from minitorch_proto.preprocessing import BagStandardizer
+    from minitorch_proto.training.distributed import StreamedInstances
+
+    bags, _ = make_concept_bags(n_bags=30, n_features=4, seed=3, min_size=5, max_size=12)
+    std = BagStandardizer("feature").fit(bags)
+    stacked = std.transform_stacked(bags)
+    monkeypatch.setattr(model_module, "KMEANS_SAMPLE", 24)  # the sampled path, on a small set
+    for init in ("instances", "kmeans++"):
+        config = PrototypeMILConfig(n_prototypes=3, init=init)
+        lazy = _CountingBags(bags)
+        got = init_prototypes(config, 4, torch.Generator().manual_seed(5), StreamedInstances(lazy, std, 4))
+        want = init_prototypes(config, 4, torch.Generator().manual_seed(5), stacked)
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+        assert 0 < lazy.read < len(stacked)
+    assert median_pairwise_distance(StreamedInstances(bags, std), max_samples=50, random_state=2) == \
+        median_pairwise_distance(stacked, max_samples=50, random_state=2)
+
+
+@pytest.mark.parametrize("chunk_size", [3, 65_536])
+def test_fit_streaming_gives_fits_recommended_model(tmp_path, chunk_size, one_torch_thread):
+    from minitorch_proto.data.disk import DiskBagDataset, write_bag_folder
+    from minitorch_proto.estimator import PrototypeMILClassifier
+
+    bags, y = make_concept_bags(n_bags=30, n_features=5, seed=7)
+    data = DiskBagDataset(tmp_path, write_bag_folder(tmp_path, bags, y, fmt="npy"))
+    settings = dict(n_prototypes=6, epochs=3, n_seeds=2, random_state=3, chunk_size=chunk_size)
+    held = PrototypeMILClassifier.recommended(**settings).fit(bags, y)
+    streamed = PrototypeMILClassifier.recommended(**settings).fit_streaming(data, data.y)
+    assert len(streamed.models_) == 2
+    # The same instances drawn, pushed onto and chosen as the head's features and strength.
+    np.testing.assert_array_equal(streamed.prototype_sources_, held.prototype_sources_)
+    assert streamed.head_C_ == held.head_C_ and streamed.head_features_ == held.head_features_
+    np.testing.assert_allclose(streamed.predict_proba(bags), held.predict_proba(bags), atol=1e-6)
+    for j in range(2):  # each pushed prototype is its source instance, as fit's are
+        b, i = streamed.prototype_sources_[j, 0]
+        np.testing.assert_allclose(streamed.models_[j].prototypes[0].double().numpy(),
+                                   streamed.standardizer_.transform_instances(bags[b])[i], rtol=1e-6)
+    # The paper's model honours n_seeds too: one member per seed, each the fit alone of its seed.
+    paper = PrototypeMILClassifier(n_prototypes=3, epochs=2, n_seeds=2, random_state=1)
+    members = clone(paper).fit_streaming(bags, y).models_
+    assert len(members) == 2
+    alone = clone(paper).set_params(n_seeds=1, random_state=2).fit_streaming(bags, y)
+    torch.testing.assert_close(members[1].prototypes, alone.model_.prototypes, rtol=0, atol=0)
+
+
+def _recommended():
+    from minitorch_proto.estimator import PrototypeMILClassifier
+
+    return PrototypeMILClassifier.recommended(n_prototypes=4, batch_size=5, chunk_size=4, random_state=1)
 
 
 def _rank_main(rank: int, world: int, port: int, out_dir: str) -> None:
@@ -105,8 +203,13 @@ def _rank_main(rank: int, world: int, port: int, out_dir: str) -> None:
         tconf = TrainConfig(epochs=3, batch_size=5, lr_prototypes=1e-2, lr_classifier=2e-2)
         fit = train_streaming(bags, y, CONFIGS["min+mean+max, sqeuclidean"], tconf, seed=2, dtype=torch.float64,
                               chunk_size=4)
+        # The recommended model: every rank draws the same k-means++ start, pushes onto the same
+        # instances and fits the same heads, so all hold the one-process model.
+        rec = _recommended().fit_streaming(bags, y, dtype=torch.float64)
         torch.save({"state": fit.model.state_dict(), "mean": fit.standardizer.mean_, "scale": fit.standardizer.scale_,
-                    "history": fit.history}, os.path.join(out_dir, f"rank{rank}.pt"))
+                    "history": fit.history, "rec_proba": rec.predict_proba(bags),
+                    "rec_sources": rec.prototype_sources_, "rec_C": rec.head_C_},
+                   os.path.join(out_dir, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
 
@@ -131,6 +234,11 @@ def test_two_gloo_processes_equal_single_process_training(tmp_path, one_torch_th
         torch.testing.assert_close(ranks[0]["state"][k], ref[k], rtol=1e-9, atol=1e-11)
     for a, b in zip(ranks[0]["history"], single.history):
         assert a["total"] == pytest.approx(b["total"], rel=1e-9)
+    rec = _recommended().fit_streaming(bags, y, dtype=torch.float64)
+    for r in range(2):
+        np.testing.assert_array_equal(ranks[r]["rec_sources"], rec.prototype_sources_)
+        assert ranks[r]["rec_C"] == rec.head_C_
+        np.testing.assert_allclose(ranks[r]["rec_proba"], rec.predict_proba(bags), rtol=1e-6, atol=1e-9)
 
 
 def test_torchrun_launches_the_cli(tmp_path):

@@ -271,8 +271,8 @@ def test_the_similarity_block_is_checked_and_explained(data):
         PrototypeMILClassifier(head_similarity=True, **FAST).fit(bags, y)
     with pytest.raises(ValueError, match="head_similarity must be True or False"):
         PrototypeMILClassifier.recommended(head_similarity="yes", **FAST).fit(bags, y)
-    with pytest.raises(ValueError, match="fit_streaming trains the paper's model only"):
-        PrototypeMILClassifier.recommended(**FAST).fit_streaming(bags, y)
+    with pytest.raises(ValueError, match="head_similarity=True needs head='logistic'"):
+        PrototypeMILClassifier(head_similarity=True, **FAST).fit_streaming(bags, y)  # checked before streaming
     clf = PrototypeMILClassifier.recommended(head_similarity=True, **FAST).fit(bags, y)
     coefs = prototype_coefficients(clf)
     assert list(coefs.columns) == ["coef_min", "coef_mean", "coef_max", "coef_similarity"]
@@ -442,7 +442,7 @@ def test_the_estimator_passes_its_inner_repeats_to_every_members_head(data, monk
         PrototypeMILClassifier.recommended(head_inner_repeats=0, **FAST).fit(bags, y)
     with pytest.raises(ValueError, match="head_inner_repeats > 1 needs head='logistic'"):
         PrototypeMILClassifier(head_inner_repeats=2, **FAST).fit(bags, y)
-    with pytest.raises(ValueError, match="fit_streaming trains the paper's model only"):
+    with pytest.raises(ValueError, match="head_inner_repeats > 1 needs head='logistic'"):
         PrototypeMILClassifier(head_inner_repeats=2, **FAST).fit_streaming(bags, y)
 
 

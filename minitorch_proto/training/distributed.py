@@ -43,6 +43,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from ..bags import bag_groups
 from ..distances import pairwise_distance
 from ..model import (
     LOSS_TERMS,
@@ -64,6 +65,7 @@ __all__ = [
     "train_streaming",
     "chunked_pool",
     "fit_standardizer_streaming",
+    "StreamedInstances",
     "init_distributed",
     "AUTOCAST_DTYPES",
 ]
@@ -88,6 +90,63 @@ def _rows(bags, i: int, start: int, stop: int) -> np.ndarray:
 def _chunks(bags, i: int, n: int, chunk_size: int):
     for start in range(0, n, chunk_size):
         yield start, _rows(bags, i, start, min(start + chunk_size, n))
+
+
+class StreamedInstances:
+    """The standardised instances of a bag collection, read from the bags when asked for.
+
+    The streaming twin of :class:`~minitorch_proto.bags.StackedInstances` (same members:
+    ``sizes``, ``len()``, ``source[idx]``, ``pieces()``, ``groups()``): a data-driven start
+    (:func:`~minitorch_proto.model.init_prototypes`) reads only the rows it draws, and the push
+    and the convex head (:func:`~minitorch_proto.convex_head.refit_members`) read the bags
+    ``chunk_size`` instances (``pieces``) or about ``chunk_size`` instances of whole bags
+    (``groups``) at a time, so memory is bounded by ``chunk_size`` and the largest bag.
+
+    Parameters
+    ----------
+    bags : sequence of arrays, or a lazy dataset with ``rows(i, start, stop)`` and ``sizes``
+    standardizer : a fitted :class:`~minitorch_proto.preprocessing.BagStandardizer`
+    chunk_size : int
+    """
+
+    def __init__(self, bags, standardizer: BagStandardizer, chunk_size: int = 65_536) -> None:
+        self.bags, self.standardizer, self.chunk_size = bags, standardizer, int(chunk_size)
+        self.sizes = _bag_sizes(bags)
+        self._ends = np.cumsum(self.sizes)
+
+    def __len__(self) -> int:
+        return int(self._ends[-1]) if len(self._ends) else 0
+
+    def __getitem__(self, idx) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        if idx.size and (idx.min() < 0 or idx.max() >= len(self)):
+            raise IndexError(f"instance index out of range for {len(self)} instances.")
+        bag = np.searchsorted(self._ends, idx, side="right")
+        local = idx - (self._ends[bag] - self.sizes[bag])
+        out: np.ndarray | None = None
+        for b in np.unique(bag):
+            at = np.flatnonzero(bag == b)
+            for start in range(int(local[at].min()), int(local[at].max()) + 1, self.chunk_size):
+                inside = at[(local[at] >= start) & (local[at] < start + self.chunk_size)]
+                if not inside.size:  # rows far apart: only the chunks holding a drawn row are read
+                    continue
+                stop = int(local[inside].max()) + 1
+                rows = self.standardizer.transform_instances(_rows(self.bags, int(b), start, stop)[local[inside] - start])
+                if out is None:
+                    out = np.empty((len(idx), rows.shape[1]))
+                out[inside] = rows
+        return out if out is not None else np.empty((0, 0))
+
+    def pieces(self):
+        for b, n in enumerate(self.sizes):
+            for start, raw in _chunks(self.bags, b, int(n), self.chunk_size):
+                yield b, start, self.standardizer.transform_instances(raw)
+
+    def groups(self):
+        for a, b in bag_groups(self.sizes, self.chunk_size):
+            rows = [self.standardizer.transform_instances(_rows(self.bags, i, 0, int(self.sizes[i])))
+                    for i in range(a, b)]
+            yield np.arange(a, b), np.concatenate(rows), np.repeat(np.arange(b - a), self.sizes[a:b])
 
 
 def fit_standardizer_streaming(
@@ -273,7 +332,9 @@ def train_streaming(
         Encoded labels 0..C-1.
     model_config, train_config :
         The model and its optimisation; ``batch_size`` is the *global* minibatch.
-        Only ``init="normal"`` is supported (data-driven inits would need every instance).
+        A data-driven start (``init="instances"`` or ``"kmeans++"``) reads only the training
+        instances it draws (:class:`StreamedInstances`), the same draw as the in-memory trainers';
+        every rank reads the same rows, so all start alike.
     seed : int
         Seeds the initial parameters and the bag order, as ``PrototypeMILClassifier(random_state=seed)``.
     standardization : {"feature", "instance", "none"}
@@ -296,11 +357,6 @@ def train_streaming(
     """
     model_config = model_config or PrototypeMILConfig()
     train_config = train_config or TrainConfig()
-    if model_config.init != "normal":
-        raise ValueError(
-            f"init={model_config.init!r} needs every training instance in memory; the streaming trainer supports "
-            "init='normal' only."
-        )
     if autocast not in AUTOCAST_DTYPES:
         raise ValueError(f"autocast must be None or 'bf16', got {autocast!r}.")
     if int(chunk_size) < 1:
@@ -333,13 +389,15 @@ def train_streaming(
             raw = _rows(bags, i, start, stop)
             if standardizer.mode == "instance":
                 return torch.as_tensor(standardizer.transform_instances(raw), dtype=dtype, device=dev)
-            X = torch.as_tensor(np.asarray(raw), device=dev).to(dtype)
+            # np.array copies: a memory-mapped bag is read-only, which torch.as_tensor warns about.
+            X = torch.as_tensor(np.array(raw, dtype=np.float32 if dtype == torch.float32 else np.float64), device=dev)
             return X if mean is None else (X - mean) / scale
 
         return read
 
     gen = torch.Generator().manual_seed(int(seed))
-    model = PrototypeMIL(n_features, n_classes, model_config, generator=gen).to(dev, dtype)
+    init = None if model_config.init == "normal" else StreamedInstances(bags, standardizer, chunk_size)
+    model = PrototypeMIL(n_features, n_classes, model_config, generator=gen, init_instances=init).to(dev, dtype)
     params = [model.prototypes, model.weight] + ([model.bias] if model.bias is not None else [])
     optimizer = torch.optim.Adam(
         [{"params": [model.prototypes], "lr": train_config.lr_prototypes},

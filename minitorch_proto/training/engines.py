@@ -10,7 +10,7 @@ engine          how
 ``tensor``      all models advance together as batched torch operations (CUDA, no numba)
 ``compiled``    each model's epoch is one numba loop, models in parallel (the CPU default)
 ``streaming``   one model at a time reading bags in bounded chunks; data-parallel under
-                torchrun (the engine of ``fit_streaming``; ``init="normal"`` only)
+                torchrun (the engine of ``fit_streaming``)
 ==============  ==========================================================================
 
 ``fit(problem, engine)`` is the one entry point: a caller describes *what* to train
