@@ -150,7 +150,10 @@ class StackedInstances:
     * ``sizes``: instances per bag; ``len(source)``: all instances;
     * ``source[idx]``: the rows at global positions ``idx`` (bag after bag), float64;
     * ``pieces()``: ``(bag, first_row, rows)`` covering every bag in order;
-    * ``groups()``: ``(bag_ids, rows, local_bag_index)`` for runs of consecutive bags.
+    * ``groups()``: ``(bag_ids, rows, local_bag_index)`` for runs of consecutive bags;
+    * ``nearest_across(pushed, sources, best)`` and ``gather(ids, rows)``: what several processes,
+      each reading its share of the bags, combine (here, one holds them all: the first is the
+      identity, the second concatenates in bag order).
     """
 
     def __init__(self, instances: np.ndarray, sizes: Sequence[int]) -> None:
@@ -171,3 +174,9 @@ class StackedInstances:
 
     def groups(self):
         yield np.arange(len(self.sizes)), self.instances, np.repeat(np.arange(len(self.sizes)), self.sizes)
+
+    def nearest_across(self, pushed: np.ndarray, sources: np.ndarray, best: np.ndarray):
+        return pushed, sources
+
+    def gather(self, ids: list[np.ndarray], rows: list[np.ndarray]) -> np.ndarray:
+        return rows[0] if len(rows) == 1 else np.concatenate(rows)[np.argsort(np.concatenate(ids), kind="stable")]

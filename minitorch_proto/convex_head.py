@@ -92,15 +92,17 @@ def push_prototypes(prototypes: np.ndarray, bags: Sequence[np.ndarray],
     pushed : ndarray (D, L), rows copied from the bags
     sources : int ndarray (D, 2), (bag index, instance index) of each pushed prototype
     """
-    return nearest_instances(prototypes, ((b, 0, bag) for b, bag in enumerate(bags)), metric)
+    return nearest_instances(prototypes, ((b, 0, bag) for b, bag in enumerate(bags)), metric)[:2]
 
 
-def nearest_instances(prototypes: np.ndarray, pieces, metric: str = "euclidean") -> tuple[np.ndarray, np.ndarray]:
+def nearest_instances(prototypes: np.ndarray, pieces,
+                      metric: str = "euclidean") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`push_prototypes` over ``pieces``, ``(bag, first_row, rows)`` triples that cover the bags in order.
 
     A bag may come in several pieces (read from disk a chunk at a time): the instance index
     is ``first_row`` plus the row within the piece, and the first of tied instances wins, as
-    it does over whole bags.
+    it does over whole bags. Returns the pushed prototypes, their sources and each one's
+    distance to its instance (so shares of the bags scanned apart can be combined).
     """
     from .distances import pairwise_distance
 
@@ -120,7 +122,7 @@ def nearest_instances(prototypes: np.ndarray, pieces, metric: str = "euclidean")
         best = np.where(closer, d[k, cols], best)
         sources[closer] = np.column_stack([np.full(closer.sum(), b), first + k[closer]])
         pushed[closer] = X[k[closer]]
-    return pushed, sources
+    return pushed, sources, best
 
 
 class ConvexHead(NamedTuple):
@@ -366,15 +368,18 @@ def refit_members(models, source, y_enc, classes, seeds, *, push: bool, head: st
     for model, seed in zip(models, seeds):
         with torch.no_grad():
             if push:
-                pushed, src = nearest_instances(model.prototypes.detach().double().numpy(), source.pieces(),
-                                                model.config.distance)
+                pushed, src = source.nearest_across(*nearest_instances(
+                    model.prototypes.detach().double().numpy(), source.pieces(), model.config.distance))
                 model.prototypes.copy_(torch.as_tensor(pushed, dtype=model.prototypes.dtype))
                 sources.append(src)
             if head == "logistic":
                 if similarity:
                     model.add_similarity(median_pairwise_distance(source, random_state=int(seed)) ** 2)
-                feats = torch.cat([model.features_chunked(rows, local, len(ids), int(chunk_size))
-                                   for ids, rows, local in source.groups()]).double().numpy()
+                ids, parts = [], []
+                for bag_ids, rows, local in source.groups():
+                    ids.append(bag_ids)
+                    parts.append(model.features_chunked(rows, local, len(bag_ids), int(chunk_size)).double().numpy())
+                feats = source.gather(ids, parts)
                 # The similarity block is the last D columns (PrototypeMIL.features).
                 columns = {"all": np.arange(feats.shape[1]),
                            "similarity": np.arange(feats.shape[1] - len(model.prototypes), feats.shape[1])}

@@ -481,7 +481,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         with the same model. ``bags`` may be a list of arrays or a :class:`~minitorch_proto.data.disk.DiskBagDataset`.
         Every setting works (:meth:`recommended` too): a data-driven start reads only the instances it
         draws, the ``n_seeds`` members train one after another, and the push and the convex head read
-        the bags once more, ``chunk_size`` instances or one bag at a time (each process all of them).
+        the bags once more, ``chunk_size`` instances or one bag at a time (each process its share).
         The result agrees with :meth:`fit` to rounding (the engines sum in different orders).
         """
         from .training.distributed import StreamedInstances, train_streaming

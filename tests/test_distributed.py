@@ -206,9 +206,17 @@ def _rank_main(rank: int, world: int, port: int, out_dir: str) -> None:
         # The recommended model: every rank draws the same k-means++ start, pushes onto the same
         # instances and fits the same heads, so all hold the one-process model.
         rec = _recommended().fit_streaming(bags, y, dtype=torch.float64)
+        # Bags 1 and 2 are equal and nearest; process 0 reads bags 0 and 2, process 1 bag 1: the tie
+        # goes to bag 1, as in one process, not to the first process's.
+        from minitorch_proto.convex_head import nearest_instances
+        from minitorch_proto.preprocessing import BagStandardizer
+        from minitorch_proto.training.distributed import StreamedInstances
+
+        twins = StreamedInstances([np.full((2, 3), 5.0), np.ones((2, 3)), np.ones((2, 3))], BagStandardizer("none"))
+        _, twin_sources = twins.nearest_across(*nearest_instances(np.zeros((1, 3)), twins.pieces()))
         torch.save({"state": fit.model.state_dict(), "mean": fit.standardizer.mean_, "scale": fit.standardizer.scale_,
                     "history": fit.history, "rec_proba": rec.predict_proba(bags),
-                    "rec_sources": rec.prototype_sources_, "rec_C": rec.head_C_},
+                    "rec_sources": rec.prototype_sources_, "rec_C": rec.head_C_, "twin_sources": twin_sources},
                    os.path.join(out_dir, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
@@ -236,6 +244,7 @@ def test_two_gloo_processes_equal_single_process_training(tmp_path, one_torch_th
         assert a["total"] == pytest.approx(b["total"], rel=1e-9)
     rec = _recommended().fit_streaming(bags, y, dtype=torch.float64)
     for r in range(2):
+        np.testing.assert_array_equal(ranks[r]["twin_sources"], [[1, 0]])
         np.testing.assert_array_equal(ranks[r]["rec_sources"], rec.prototype_sources_)
         assert ranks[r]["rec_C"] == rec.head_C_
         np.testing.assert_allclose(ranks[r]["rec_proba"], rec.predict_proba(bags), rtol=1e-6, atol=1e-9)

@@ -96,23 +96,33 @@ class StreamedInstances:
     """The standardised instances of a bag collection, read from the bags when asked for.
 
     The streaming twin of :class:`~minitorch_proto.bags.StackedInstances` (same members:
-    ``sizes``, ``len()``, ``source[idx]``, ``pieces()``, ``groups()``): a data-driven start
-    (:func:`~minitorch_proto.model.init_prototypes`) reads only the rows it draws, and the push
-    and the convex head (:func:`~minitorch_proto.convex_head.refit_members`) read the bags
-    ``chunk_size`` instances (``pieces``) or about ``chunk_size`` instances of whole bags
-    (``groups``) at a time, so memory is bounded by ``chunk_size`` and the largest bag.
+    ``sizes``, ``len()``, ``source[idx]``, ``pieces()``, ``groups()``, ``nearest_across()``,
+    ``gather()``): a data-driven start (:func:`~minitorch_proto.model.init_prototypes`) reads only
+    the rows it draws, and the push and the convex head
+    (:func:`~minitorch_proto.convex_head.refit_members`) read the bags ``chunk_size`` instances
+    (``pieces``) or about ``chunk_size`` instances of whole bags (``groups``) at a time, so memory
+    is bounded by ``chunk_size`` and the largest bag.
+
+    Inside a process group each process reads its share of the bags (``r, r + W, ...``) in
+    ``pieces`` and ``groups``, and ``nearest_across`` and ``gather`` combine the shares, so every
+    process ends with what one process reading every bag would have; ``source[idx]`` reads the
+    same rows in every process.
 
     Parameters
     ----------
     bags : sequence of arrays, or a lazy dataset with ``rows(i, start, stop)`` and ``sizes``
     standardizer : a fitted :class:`~minitorch_proto.preprocessing.BagStandardizer`
     chunk_size : int
+    group : process group, optional (default: the global group when one is initialised)
     """
 
-    def __init__(self, bags, standardizer: BagStandardizer, chunk_size: int = 65_536) -> None:
-        self.bags, self.standardizer, self.chunk_size = bags, standardizer, int(chunk_size)
+    def __init__(self, bags, standardizer: BagStandardizer, chunk_size: int = 65_536, group=None) -> None:
+        self.bags, self.standardizer, self.chunk_size, self.group = bags, standardizer, int(chunk_size), group
         self.sizes = _bag_sizes(bags)
         self._ends = np.cumsum(self.sizes)
+        rank, world = _rank_world(group)
+        self._world = world
+        self._mine = np.arange(rank, len(self.sizes), world)
 
     def __len__(self) -> int:
         return int(self._ends[-1]) if len(self._ends) else 0
@@ -138,15 +148,41 @@ class StreamedInstances:
         return out if out is not None else np.empty((0, 0))
 
     def pieces(self):
-        for b, n in enumerate(self.sizes):
-            for start, raw in _chunks(self.bags, b, int(n), self.chunk_size):
-                yield b, start, self.standardizer.transform_instances(raw)
+        for b in self._mine:
+            for start, raw in _chunks(self.bags, int(b), int(self.sizes[b]), self.chunk_size):
+                yield int(b), start, self.standardizer.transform_instances(raw)
 
     def groups(self):
-        for a, b in bag_groups(self.sizes, self.chunk_size):
-            rows = [self.standardizer.transform_instances(_rows(self.bags, i, 0, int(self.sizes[i])))
-                    for i in range(a, b)]
-            yield np.arange(a, b), np.concatenate(rows), np.repeat(np.arange(b - a), self.sizes[a:b])
+        for a, b in bag_groups(self.sizes[self._mine], self.chunk_size):
+            ids = self._mine[a:b]
+            raw = [_rows(self.bags, int(i), 0, int(self.sizes[i])) for i in ids]  # memory maps, for .npy
+            yield ids, self.standardizer.transform_stacked(raw), np.repeat(np.arange(len(ids)), self.sizes[ids])
+
+    def nearest_across(self, pushed: np.ndarray, sources: np.ndarray, best: np.ndarray):
+        """Each process's nearest instances (from its ``pieces``) combined: the nearest over every bag.
+
+        Ties go to the smaller bag index, as one process scanning the bags in order keeps the first.
+        """
+        if self._world == 1:
+            return pushed, sources
+        parts: list = [None] * self._world
+        dist.all_gather_object(parts, (pushed, sources, best), group=self.group)
+        pushed, sources, best = (np.stack([p[k] for p in parts]) for k in range(3))  # (W, D, ...)
+        cols = np.arange(best.shape[1])
+        win = np.lexsort((sources[:, :, 0], best), axis=0)[0]  # smallest distance, then smallest bag
+        return pushed[win, cols], sources[win, cols]
+
+    def gather(self, ids: list[np.ndarray], rows: list[np.ndarray]) -> np.ndarray:
+        """The rows of every bag, in bag order, from each process's ``groups`` (``ids`` and their ``rows``)."""
+        parts: list = [(ids, rows)]
+        if self._world > 1:  # a process with no bag (more processes than bags) sends empty lists
+            parts = [None] * self._world
+            dist.all_gather_object(parts, (ids, rows), group=self.group)
+        ids = np.concatenate([i for p in parts for i in p[0]])
+        rows = np.concatenate([r for p in parts for r in p[1]])
+        out = np.empty_like(rows)
+        out[ids] = rows
+        return out
 
 
 def fit_standardizer_streaming(
