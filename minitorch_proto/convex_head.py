@@ -27,9 +27,9 @@ import torch
 from .distances import median_pairwise_distance
 from .utils import torch_threads
 
-__all__ = ["push_prototypes", "nearest_instances", "fit_convex_head", "ConvexHead", "HeadWorkers", "refit_members", "check_head_options",
-           "check_head_repeats", "check_head_scoring", "check_head_threshold", "best_cut", "HEAD_CS",
-           "HEAD_FEATURES", "RECOMMENDED"]
+__all__ = ["push_prototypes", "nearest_instances", "fit_convex_head", "ConvexHead", "HeadWorkers", "refit_members",
+           "check_head_options", "check_head_repeats", "check_head_scoring", "check_head_threshold", "best_cut",
+           "HEAD_CS", "HEAD_FEATURES", "RECOMMENDED"]
 
 #: The recommended model's settings (``PrototypeMILClassifier.recommended``): the candidate of
 #: ``benchmarks/recommended_lodo.py`` with the best mean AUC over the five benchmarks and MNIST-bags, a
