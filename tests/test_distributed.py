@@ -250,25 +250,31 @@ def test_two_gloo_processes_equal_single_process_training(tmp_path, one_torch_th
         np.testing.assert_allclose(ranks[r]["rec_proba"], rec.predict_proba(bags), rtol=1e-6, atol=1e-9)
 
 
-def test_torchrun_launches_the_cli(tmp_path):
-    from minitorch_proto.data.disk import write_bag_folder
+@pytest.mark.parametrize("model_flags", [[], ["--recommended", "--chunk-size", "4"]], ids=["paper", "recommended"])
+def test_torchrun_launches_the_cli(tmp_path, model_flags):
+    from minitorch_proto.data.disk import DiskBagDataset, write_bag_folder
+    from minitorch_proto.estimator import PrototypeMILClassifier, load_model
 
     bags, y = _problem()
     folder = tmp_path / "bags"
     labels = write_bag_folder(folder, bags, y, fmt="npy")
-    model = tmp_path / "model.pt"
+    model = tmp_path / "model.safetensors"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", "2",
            "--master_addr", "127.0.0.1", "--master_port", str(_free_port()),
            "-m", "minitorch_proto", "train", "--bags-dir", str(folder), "--labels", str(labels), "--epochs", "2",
-           "--prototypes", "3", "--batch-size", "4", "--device", "cpu", "--out", str(model)]
+           "--prototypes", "3", "--batch-size", "4", "--device", "cpu", *model_flags, "--out", str(model)]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "2 processes" in out.stdout and model.exists()
-    from minitorch_proto.estimator import load_model
-
     clf = load_model(model)
     assert clf.predict_proba(bags).shape == (len(bags), 2)
+    if model_flags:  # the model one process streams, pushed onto the same instances
+        data = DiskBagDataset(folder, labels)
+        one = PrototypeMILClassifier.recommended(n_prototypes=3, epochs=2, batch_size=4, chunk_size=4,
+                                                 random_state=0).fit_streaming(data, data.y)
+        np.testing.assert_array_equal(clf.prototype_sources_, one.prototype_sources_)
+        np.testing.assert_allclose(clf.predict_proba(bags), one.predict_proba(bags), atol=1e-5)
 
 
 def test_bf16_autocast_in_the_tensor_engine(one_torch_thread):
