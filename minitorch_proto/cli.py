@@ -448,6 +448,27 @@ def cmd_predict(args) -> int:
     return 0
 
 
+def cmd_explain(args) -> int:
+    from .estimator import load_model
+    from .evaluation.evidence import evidence_table
+
+    model = check_input_file(args.model, "--model")
+    out = check_output_path(args.out, "file") if args.out else None
+    clf = load_model(model)
+    if len(clf.classes_) != 2:
+        raise ValueError(f"explain needs a two-class model; this one has {len(clf.classes_)} classes.")
+    data, _ = _load(args, labels=False, feature_names=getattr(clf, "feature_names_in_", None))
+    with _naming_bags(data.bag_ids):
+        table = evidence_table(clf, data.bags, data.bag_ids, args.method, top=args.top)
+    text = table.to_csv(index=False)
+    if out is not None:
+        write_atomic(out, text)
+        print(f"wrote the evidence of {len(table)} instances of {data.n_bags} bags to {out}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def cmd_datasets(args) -> int:
     from .data import BENCHMARKS, load_benchmark
 
@@ -547,6 +568,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=None,
                    help="CSV of predictions: bag, predicted, proba_<class> per class (default: standard output)")
     p.set_defaults(func=cmd_predict)
+
+    p = sub.add_parser("explain", help="per-instance evidence of a saved two-class model: which instances "
+                       "drive each bag's prediction")
+    p.add_argument("--model", required=True, help="model file written by 'train'")
+    _add_data_args(p)
+    p.add_argument("--method", default="removal", choices=["removal", "share", "singleton"],
+                   help="removal (default): how much the bag's positive-class probability drops without the "
+                   "instance; share: the instance's share of the logit; singleton: the logit of the instance alone")
+    p.add_argument("--top", type=int, default=None, help="keep the TOP instances of most evidence per bag")
+    p.add_argument("--out", default=None,
+                   help="CSV: bag, instance, evidence, rank (1 = most evidence for the positive class; default: "
+                   "standard output)")
+    p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("datasets", help="list the benchmarks and where they are found")
     p.add_argument("--data-dir", default=None)

@@ -18,7 +18,7 @@ from minitorch_proto.cli import main
 from .conftest import make_concept_bags
 
 
-@pytest.mark.parametrize("command", ["reproduce", "cv", "train", "predict", "datasets"])
+@pytest.mark.parametrize("command", ["reproduce", "cv", "train", "predict", "explain", "datasets"])
 def test_every_subcommand_has_help(command, capsys):
     with pytest.raises(SystemExit) as exc:
         main([command, "--help"])
@@ -103,11 +103,51 @@ def test_train_recommended_from_a_bag_folder_held_or_streamed(tmp_path, capsys):
                                   "epochs", "random_state")}
     np.testing.assert_array_equal(streamed.prototype_sources_, held.prototype_sources_)
     np.testing.assert_allclose(streamed.predict_proba(bags), held.predict_proba(bags), atol=1e-6)
+    # explain reads a bag folder bag by bag: the top instance of each bag, named by the folder's ids
+    top = tmp_path / "top.csv"
+    assert main(["explain", "--model", str(tmp_path / "streamed.safetensors"), *folder[:4], "--top", "1",
+                 "--out", str(top)]) == 0
+    ev = pd.read_csv(top, dtype={"bag": str})
+    assert list(ev.bag) == list(pd.read_csv(labels, dtype={"bag": str}).bag) and (ev["rank"] == 1).all()
     assert main(["train", *folder, "--recommended", "--compat", "official", "--out", str(tmp_path / "x.pt")]) == 2
     assert "choose one" in capsys.readouterr().err
     assert main(["train", *folder, "--class-weight", "balanced", "--out", str(tmp_path / "x.pt")]) == 2
     assert "--class-weight weights the convex head of --recommended" in capsys.readouterr().err
     assert not (tmp_path / "x.pt").exists()
+
+
+def test_explain_writes_each_instances_evidence_and_finds_the_planted_instances(tmp_path, capsys):
+    from minitorch_proto.estimator import load_model
+    from minitorch_proto.evaluation.evidence import instance_scores
+
+    # Positive bags hold one instance moved towards a concept (make_concept_bags); the rest is noise.
+    bags, y = make_concept_bags(n_bags=40, seed=3, shift=4.0, min_size=4, max_size=8)
+    rows = [dict(bag=f"s{i}", label=["benign", "tumour"][int(y[i])], **{f"f{j}": v for j, v in enumerate(inst)})
+            for i, bag in enumerate(bags) for inst in bag]
+    csv = tmp_path / "slides.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    model = tmp_path / "model.safetensors"
+    assert main(["train", "--csv", str(csv), "--recommended", "--prototypes", "8", "--device", "cpu",
+                 "--out", str(model)]) == 0
+    out = tmp_path / "evidence.csv"
+    assert main(["explain", "--model", str(model), "--csv", str(csv), "--out", str(out)]) == 0
+    ev = pd.read_csv(out)
+    assert list(ev.columns) == ["bag", "instance", "evidence", "rank"]
+    assert len(ev) == sum(len(b) for b in bags)
+    clf = load_model(model)
+    first = ev[ev.bag == "s1"].sort_values("instance")
+    np.testing.assert_allclose(first.evidence, instance_scores(clf, bags[1], "removal"), rtol=1e-6, atol=1e-9)
+    best = ev[ev["rank"] == 1].set_index("bag")
+    assert (ev.groupby("bag").evidence.max() == best.evidence.reindex(ev.groupby("bag").evidence.max().index)).all()
+    # The planted instance is the one that moved furthest along the concept direction (+shift in every feature).
+    hits = [best.loc[f"s{i}", "instance"] == int(np.argmax(bags[i].sum(1))) for i in range(1, 40, 2)]
+    assert np.mean(hits) >= 0.8
+    assert main(["explain", "--model", str(model), "--csv", str(csv), "--top", "2", "--method", "share",
+                 "--out", str(out)]) == 0
+    assert pd.read_csv(out).groupby("bag").size().max() == 2
+    bad = tmp_path / "bad.csv"
+    assert main(["explain", "--model", str(model), "--csv", str(csv), "--top", "0", "--out", str(bad)]) == 2
+    assert "top must be a positive integer" in capsys.readouterr().err and not bad.exists()
 
 
 def test_cv_command_on_a_users_csv(tmp_path, capsys):

@@ -89,6 +89,7 @@ __all__ = [
     "removal_evidence",
     "instance_scores",
     "evidence_auc",
+    "evidence_table",
 ]
 
 #: Instance scores :func:`evidence_auc` can measure (see :func:`instance_scores`).
@@ -533,3 +534,49 @@ def evidence_auc(
         return binary_auc(np.concatenate(labels), np.concatenate(scores))
     per_bag = [binary_auc(lab, s) for lab, s in zip(labels, scores) if 0 < lab.sum() < len(lab)]
     return float(np.mean(per_bag)) if per_bag else float("nan")
+
+
+def evidence_table(clf: Any, bags: Sequence[np.ndarray], bag_ids: Sequence | None = None,
+                   method: str = "removal", *, reference: np.ndarray | Sequence[np.ndarray] | None = None,
+                   top: int | None = None, empty_probability: float | None = None) -> pd.DataFrame:
+    """Every instance's evidence, bag by bag: which instances (patches, images) drive each prediction.
+
+    Parameters
+    ----------
+    clf : PrototypeMILClassifier
+        Fitted two-class model (an ensemble's scores are its members' mean).
+    bags : sequence of ndarray, or a lazy collection (:class:`~minitorch_proto.data.disk.DiskBagDataset`)
+        Raw units; read one bag at a time, so memory is bounded by the largest bag.
+    bag_ids : optional, one id per bag (default: the bag positions)
+    method : one of :data:`EVIDENCE_METHODS`, default="removal"
+        The score of :func:`instance_scores`. ``"removal"`` needs nothing but the model: how much the
+        bag's positive-class probability drops without the instance.
+    reference : needed by ``"reference"`` and ``"shapley"`` (the training bags or :func:`evidence_reference`)
+    top : int, optional
+        Keep only the ``top`` instances of largest evidence in each bag.
+    empty_probability : float, optional
+        For ``"removal"`` (one-instance bags, whose evidence is otherwise NaN).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per instance kept: ``bag``, ``instance`` (position in the bag), ``evidence``
+        and ``rank`` (1 = the most evidence for the positive class in its bag; NaN scores last),
+        bags in order, each bag's rows by rank.
+    """
+    if method not in EVIDENCE_METHODS:
+        raise ValueError(f"method must be one of {EVIDENCE_METHODS}, got {method!r}.")
+    if top is not None and (isinstance(top, bool) or int(top) != top or top < 1):
+        raise ValueError(f"top must be a positive integer, got {top!r}.")
+    ids = list(range(len(bags))) if bag_ids is None else list(bag_ids)
+    if len(ids) != len(bags):
+        raise ValueError(f"{len(bags)} bags but {len(ids)} bag ids.")
+    if method in ("reference", "shapley"):
+        reference = _reference_vector(clf, reference)
+    frames = []
+    for i, bag_id in enumerate(ids):
+        s = instance_scores(clf, bags[i], method, reference=reference, empty_probability=empty_probability)
+        order = np.argsort(np.where(np.isnan(s), np.inf, -s), kind="stable")[:top]
+        frames.append(pd.DataFrame({"bag": [bag_id] * len(order), "instance": order, "evidence": s[order],
+                                    "rank": np.arange(1, len(order) + 1)}))
+    return pd.concat(frames, ignore_index=True)
