@@ -616,3 +616,27 @@ def test_an_ensembles_evidence_is_the_mean_of_its_members(data):
     index, coef, near = evidence_prototype_hits(ens, bags, digits, k=3)
     flat = np.concatenate([closeness_coefficients(m, bags) for m in members])
     assert index == int(np.argmin(flat)) and coef == pytest.approx(flat.min()) and len(near) == 3
+
+
+def test_evidence_table_ranks_each_bags_instances_and_puts_nan_last(fitted_poolings, data):
+    from minitorch_proto.evaluation.evidence import evidence_table
+
+    bags, _ = data
+    clf = fitted_poolings["min_mean_max_ln_similarity"]
+    some = [bags[0], bags[1][:1], bags[2]]  # the middle bag has one instance: removal leaves nothing to score
+    table = evidence_table(clf, some, ["a", "b", "c"])
+    assert list(table.bag) == ["a"] * len(bags[0]) + ["b"] + ["c"] * len(bags[2])
+    for name, bag in (("a", bags[0]), ("c", bags[2])):
+        rows = table[table.bag == name]
+        scores = instance_scores(clf, bag, "removal")
+        np.testing.assert_array_equal(rows.evidence, scores[rows.instance])
+        assert list(rows["rank"]) == list(range(1, len(bag) + 1)) and rows.evidence.is_monotonic_decreasing
+    assert np.isnan(table[table.bag == "b"].evidence).all()
+    with_empty = evidence_table(clf, some, ["a", "b", "c"], empty_probability=0.5)
+    assert np.isfinite(with_empty.evidence).all()
+    top = evidence_table(clf, some, top=2, method="shapley", reference=bags)
+    assert top.groupby("bag").size().tolist() == [2, 1, 2]
+    with pytest.raises(ValueError, match="3 bags but 2 bag ids"):
+        evidence_table(clf, some, ["a", "b"])
+    with pytest.raises(ValueError, match="needs reference="):
+        evidence_table(clf, some, method="reference")
