@@ -8,19 +8,17 @@ checked first; 1 any other failure (a download that failed, a full disk).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .about import __version__
+from .cli_inputs import load_benchmarks, load_data, naming_bags
 from .serialization import check_input_file, check_output_path, staged_directory, write_atomic
 
 EXIT_USAGE = 2
@@ -92,104 +90,6 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--backend", default="auto", choices=["auto", "compiled", "tensor"],
                    help="training engine: compiled loops (CPU; the default there) or batched tensors (CPU/CUDA)")
     g.add_argument("--seed", type=int, default=0)
-
-
-def _benchmark(args, name: str):
-    """One benchmark, with the CLI's own wording when its checksum differs."""
-    from .data import ChecksumError, load_benchmark
-
-    try:
-        return load_benchmark(name, data_dir=args.data_dir, download=not args.no_download,
-                              verify=not getattr(args, "no_verify", False),
-                              download_timeout=getattr(args, "download_timeout", None))
-    except ChecksumError as exc:
-        # The library's advice (verify=False) is an API argument; here the switch is a flag.
-        raise ChecksumError(str(exc).replace("pass verify=False", "add --no-verify")) from None
-
-
-def _load_benchmarks(args, names: Sequence[str]) -> dict:
-    return {name: _benchmark(args, name) for name in names}
-
-
-def _load(args, labels: bool = True, feature_names: Sequence[str] | None = None):
-    """The data set named by --dataset or --csv, and its feature names (None for benchmarks).
-
-    With ``labels=False`` (predict) a CSV may lack the label column. With
-    ``feature_names`` (a model's), the CSV's feature columns are matched by name:
-    any order works; a missing or an extra column is an error.
-    """
-    from .data import from_dataframe
-    from .data.readers import _shown
-
-    if getattr(args, "bags_dir", None):
-        from .data.disk import DiskBagDataset
-
-        bags_dir = Path(args.bags_dir)
-        if not bags_dir.is_dir():
-            raise ValueError(f"--bags-dir {bags_dir} is not a folder.")
-        labels_path = args.labels or bags_dir / "labels.csv"
-        check_input_file(labels_path, "--labels")
-        ds = DiskBagDataset(bags_dir, labels_path, bag_col=args.bag_col, label_col=args.label_col,
-                            follow_links=getattr(args, "follow_links", False))
-        if labels and ds.y is None:
-            raise ValueError(f"--labels {labels_path} has no label column {args.label_col!r} (columns: {ds.columns}); "
-                             "name it with --label-col.")
-        return ds, None
-    if not getattr(args, "csv", None):
-        return _benchmark(args, args.dataset), None
-    path = check_input_file(args.csv, "--csv")
-    try:
-        # Bag ids are names: read as text, so "007" and "7" stay two bags and come back as written.
-        df = pd.read_csv(path, dtype={args.bag_col: str})
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise ValueError(f"--csv {path} is not a readable CSV: {str(exc).splitlines()[0]}") from None
-    columns = [str(c) for c in df.columns]
-    df.columns = columns
-    if args.bag_col not in columns:
-        raise ValueError(f"--csv {path} has no bag column {args.bag_col!r} (columns: {_shown(columns)}); "
-                         "name it with --bag-col.")
-    if args.label_col not in columns:
-        if labels:
-            raise ValueError(f"--csv {path} has no label column {args.label_col!r} (columns: {_shown(columns)}); "
-                             "name it with --label-col.")
-        # Unlabelled bags, as a user predicts them: a placeholder label keeps one reader for both cases.
-        df[args.label_col] = 0
-    others = [c for c in columns if c not in (args.bag_col, args.label_col)]
-    if feature_names is not None:
-        # Sets: matching 100,000 columns by name must cost about as much as reading them.
-        names = [str(n) for n in feature_names]
-        present, wanted = set(others), set(names)
-        missing = [n for n in names if n not in present]
-        extra = [c for c in others if c not in wanted]
-        if missing:
-            raise ValueError(f"--csv {path} is missing feature column(s) {_shown(missing)} that the model was "
-                             "trained on.")
-        if extra:
-            raise ValueError(f"--csv {path} has column(s) {_shown(extra)} that the model was not trained on; "
-                             f"drop them (the model uses {len(names)} features).")
-        others = names
-    ds = from_dataframe(df, bag_col=args.bag_col, label_col=args.label_col, feature_cols=others, name=path.stem,
-                        where=str(path))
-    ds.source = str(path)
-    return ds, others
-
-
-@contextlib.contextmanager
-def _naming_bags(bag_ids) -> Iterator[None]:
-    """Rewrite "bags[i]" in an error into the user's own bag id."""
-    try:
-        yield
-    except ValueError as exc:
-        ids = np.asarray(bag_ids)
-
-        def name(m: re.Match) -> str:
-            i = int(m.group(1))
-            return f"bag {ids[i].item() if hasattr(ids[i], 'item') else ids[i]!r}" if i < len(ids) else m.group(0)
-
-        text = re.sub(r"\bbags\[(\d+)\]", name, str(exc))
-        if text == str(exc):
-            raise
-        raise ValueError(text) from None
 
 
 def _encoded(y) -> tuple[np.ndarray, np.ndarray]:
@@ -284,7 +184,7 @@ def cmd_reproduce(args) -> int:
         methods.append(PROTOTYPE_COMPAT)
     out = check_output_path(args.out, "dir")
     started = time.perf_counter()
-    data = _load_benchmarks(args, args.datasets)
+    data = load_benchmarks(args, args.datasets)
     folds = {name: stratified_folds(d.y, args.repeats, args.folds, random_state=args.seed) for name, d in data.items()}
 
     def configs(dataset: str, method: str):
@@ -357,9 +257,9 @@ def cmd_compare(args) -> int:
         make(m.key, args.seed, budget=args.budget)
     out = check_output_path(args.out, "dir")
     started = time.perf_counter()
-    data, _ = _load(args)
+    data, _ = load_data(args)
     folds = stratified_folds(data.y, args.repeats, args.folds, random_state=args.seed)
-    with _naming_bags(data.bag_ids):
+    with naming_bags(data.bag_ids):
         results = compare_methods(methods, getattr(data, "bags", data), data.y, folds, dataset=data.name,
                                   table1=args.dataset, budget=args.budget, random_state=args.seed,
                                   n_jobs=os.cpu_count() or 1, progress=not args.quiet)
@@ -380,12 +280,12 @@ def cmd_cv(args) -> int:
     from .evaluation.cv import CVTask, evaluate_tasks, stratified_folds, summarize
 
     out = check_output_path(args.out, "file") if args.out else None
-    data, _ = _load(args)
+    data, _ = load_data(args)
     y, _ = _encoded(data.y)
     mconf, tconf, std = _configs(args, data.name)
     folds = stratified_folds(y, args.repeats, args.folds, random_state=args.seed)
     evaluations = ("final", "test_selected") if args.compat == "official" else ("final",)
-    with _naming_bags(data.bag_ids):
+    with naming_bags(data.bag_ids):
         task = CVTask(data.name, data.bags, y, folds, mconf, tconf, std)
         res = evaluate_tasks([task], evaluations=evaluations, device=args.device, progress=True,
                              backend=args.backend)
@@ -404,9 +304,9 @@ def cmd_train(args) -> int:
     out = check_output_path(args.out, "file")
     rank, world = init_distributed(args.device)
     try:
-        data, names = _load(args)
+        data, names = load_data(args)
         clf = _estimator_from(args, data.name)
-        with _naming_bags(data.bag_ids):
+        with naming_bags(data.bag_ids):
             if world > 1 or args.stream:
                 clf.fit_streaming(data.bags, data.y)
                 if names is not None:
@@ -427,46 +327,57 @@ def cmd_train(args) -> int:
     return 0
 
 
-def cmd_predict(args) -> int:
+def _model_and_bags(args):
+    """The saved model (--model), the checked --out (None: standard output) and the bags to read."""
     from .estimator import load_model
 
     model = check_input_file(args.model, "--model")
     out = check_output_path(args.out, "file") if args.out else None
     clf = load_model(model)
-    data, _ = _load(args, labels=False, feature_names=getattr(clf, "feature_names_in_", None))
-    with _naming_bags(data.bag_ids):
+    data, _ = load_data(args, labels=False, feature_names=getattr(clf, "feature_names_in_", None))
+    return clf, out, data
+
+
+def _write_table(frame: pd.DataFrame, out: Path | None, what: str) -> int:
+    text = frame.to_csv(index=False)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        write_atomic(out, text)
+        print(f"wrote {what} to {out}")
+    return 0
+
+
+def cmd_predict(args) -> int:
+    clf, out, data = _model_and_bags(args)
+    with naming_bags(data.bag_ids):
         proba = clf.predict_proba(data.bags)
     frame = pd.DataFrame({"bag": data.bag_ids, "predicted": clf.classes_[proba.argmax(1)]})
     for j, c in enumerate(clf.classes_):
         frame[f"proba_{c}"] = proba[:, j]
-    text = frame.to_csv(index=False)
-    if out is not None:
-        write_atomic(out, text)
-        print(f"wrote {len(frame)} predictions to {out}")
-    else:
-        sys.stdout.write(text)
-    return 0
+    return _write_table(frame, out, f"{len(frame)} predictions")
 
 
 def cmd_explain(args) -> int:
-    from .estimator import load_model
     from .evaluation.evidence import evidence_table
 
-    model = check_input_file(args.model, "--model")
-    out = check_output_path(args.out, "file") if args.out else None
-    clf = load_model(model)
+    clf, out, data = _model_and_bags(args)
     if len(clf.classes_) != 2:
         raise ValueError(f"explain needs a two-class model; this one has {len(clf.classes_)} classes.")
-    data, _ = _load(args, labels=False, feature_names=getattr(clf, "feature_names_in_", None))
-    with _naming_bags(data.bag_ids):
+    if args.coords_key:
+        if not hasattr(data, "instance_array"):
+            raise ValueError("--coords-key needs --bags-dir: the coordinates are read from the bag files.")
+        data.instance_array(0, args.coords_key)  # a folder without them fails now, not after every bag's evidence
+    with naming_bags(data.bag_ids):
         table = evidence_table(clf, data.bags, data.bag_ids, args.method, top=args.top)
-    text = table.to_csv(index=False)
-    if out is not None:
-        write_atomic(out, text)
-        print(f"wrote the evidence of {len(table)} instances of {data.n_bags} bags to {out}")
-    else:
-        sys.stdout.write(text)
-    return 0
+        if args.coords_key:  # e.g. CLAM's 'coords': where each patch lies on the slide, for heatmaps
+            where = {bag: i for i, bag in enumerate(data.bag_ids)}
+            parts = [(data.instance_array(where[bag], args.coords_key), rows.instance.to_numpy())
+                     for bag, rows in table.groupby("bag", sort=False)]
+            xy = np.concatenate([values[kept].reshape(len(kept), -1) for values, kept in parts])
+            for j in range(xy.shape[1]):
+                table[f"{args.coords_key}_{j}"] = xy[:, j]
+    return _write_table(table, out, f"the evidence of {len(table)} instances of {data.n_bags} bags")
 
 
 def cmd_datasets(args) -> int:
@@ -577,6 +488,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="removal (default): how much the bag's positive-class probability drops without the "
                    "instance; share: the instance's share of the logit; singleton: the logit of the instance alone")
     p.add_argument("--top", type=int, default=None, help="keep the TOP instances of most evidence per bag")
+    p.add_argument("--coords-key", default=None, help="with --bags-dir of .h5 or .pt files: also write this "
+                   "per-instance array of each file (CLAM's 'coords': the patch positions), as KEY_0, KEY_1, ...")
     p.add_argument("--out", default=None,
                    help="CSV: bag, instance, evidence, rank (1 = most evidence for the positive class; default: "
                    "standard output)")

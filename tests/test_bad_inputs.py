@@ -244,6 +244,10 @@ CASES = [
         str(e.path("m4")), "--standardization", "none", *QUICK], 2, ("'b3'",)),
     Case("predict CSV with 1e30 in bag b5", lambda e: ["predict", "--model", str(e.model), "--csv", str(e.write_csv(
         "huge2.csv", e.frame.assign(f1=np.where(e.frame.bag == "b5", 1e30, e.frame.f1))))], 2, ("'b5'",)),
+    Case("explain CSV with 1e30 in bag b5", lambda e: ["explain", "--model", str(e.model), "--csv", str(e.write_csv(
+        "huge3.csv", e.frame.assign(f1=np.where(e.frame.bag == "b5", 1e30, e.frame.f1))))], 2, ("'b5'",)),
+    Case("explain --coords-key with a CSV", lambda e: ["explain", "--model", str(e.model), "--csv", str(e.csv),
+                                                       "--coords-key", "coords"], 2, ("--coords-key needs --bags-dir",)),
     Case("--methods nosuch", lambda e: ["reproduce", "--methods", "nosuch", "--out", str(e.path("r"))], 2,
          ("nosuch",)),
     Case("--download-timeout 0", lambda e: ["cv", "--dataset", "musk1", "--download-timeout", "0"], 2,
@@ -260,6 +264,9 @@ CASES = [
          ("not writable",)),
     Case("predict --out is a folder", lambda e: ["predict", "--model", str(e.model), "--csv", str(e.csv),
                                                  "--out", str(e.root)], 2, ("folder",)),
+    Case("explain --out in a read-only folder", lambda e: ["explain", "--model", str(e.model), "--csv", str(e.csv),
+                                                           "--out", str(e.readonly_dir() / "ev.csv")], 2,
+         ("not writable",)),
     Case("cv --out under a file", lambda e: ["cv", "--csv", str(e.csv), "--folds", "2", "--repeats", "1",
                                              "--out", str(e.csv / "cv.csv"), *QUICK], 2, ("data.csv",)),
     Case("cv --out in a read-only folder", lambda e: ["cv", "--csv", str(e.csv), "--folds", "2", "--repeats", "1",
@@ -392,8 +399,8 @@ def test_out_errors_come_before_any_work(env: Env, monkeypatch):
     def spy(*a, **k):
         raise _WorkStarted("work started before --out was checked")
 
-    monkeypatch.setattr(cli, "_load", spy)
-    monkeypatch.setattr(cli, "_load_benchmarks", spy)
+    monkeypatch.setattr(cli, "load_data", spy)
+    monkeypatch.setattr(cli, "load_benchmarks", spy)
     for case in CASES:
         if case.surface == "CLI" and "--out" in case.name:
             observed, message = run_case(case, env)

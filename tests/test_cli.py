@@ -150,6 +150,38 @@ def test_explain_writes_each_instances_evidence_and_finds_the_planted_instances(
     assert "top must be a positive integer" in capsys.readouterr().err and not bad.exists()
 
 
+def test_explain_writes_the_patch_coordinates_of_h5_bags(tmp_path, capsys):
+    h5py = pytest.importorskip("h5py")
+    bags, y = make_concept_bags(n_bags=24, seed=5)
+    folder = tmp_path / "slides"
+    folder.mkdir()
+    coords = {}
+    for i, bag in enumerate(bags):  # as CLAM writes them: 'features' and 'coords' (x, y of each patch)
+        coords[f"slide{i}"] = np.column_stack([np.arange(len(bag)) * 256, np.full(len(bag), 512 * i)])
+        with h5py.File(folder / f"slide{i}.h5", "w") as f:
+            f["features"], f["coords"] = bag, coords[f"slide{i}"]
+    pd.DataFrame({"bag": list(coords), "label": y}).to_csv(folder / "labels.csv", index=False)
+    model = tmp_path / "m.safetensors"
+    assert main(["train", "--bags-dir", str(folder), "--recommended", "--prototypes", "6", "--device", "cpu",
+                 "--out", str(model)]) == 0
+    out = tmp_path / "ev.csv"
+    assert main(["explain", "--model", str(model), "--bags-dir", str(folder), "--coords-key", "coords", "--top", "2",
+                 "--out", str(out)]) == 0
+    ev = pd.read_csv(out)
+    assert list(ev.columns) == ["bag", "instance", "evidence", "rank", "coords_0", "coords_1"] and len(ev) == 48
+    for row in ev.itertuples():
+        assert [row.coords_0, row.coords_1] == coords[row.bag][row.instance].tolist()
+    assert main(["explain", "--model", str(model), "--bags-dir", str(folder), "--coords-key", "nope",
+                 "--out", str(tmp_path / "x.csv")]) == 2
+    assert "no 'nope' dataset" in capsys.readouterr().err and not (tmp_path / "x.csv").exists()
+    npy = tmp_path / "npy"
+    from minitorch_proto.data.disk import write_bag_folder
+
+    write_bag_folder(npy, bags, y, fmt="npy")
+    assert main(["explain", "--model", str(model), "--bags-dir", str(npy), "--coords-key", "coords"]) == 2
+    assert "a .npy file holds the features only" in capsys.readouterr().err
+
+
 def test_cv_command_on_a_users_csv(tmp_path, capsys):
     bags, y = make_concept_bags(n_bags=20, seed=0)
     rows = [dict(bag=i, label=int(y[i]), a=inst[0], b=inst[1], c=inst[2], d=inst[3])
@@ -274,7 +306,7 @@ def _toy_benchmarks(args, names):
 def test_reproduce_writes_all_files_or_none(tmp_path, monkeypatch):
     import minitorch_proto.cli as cli
 
-    monkeypatch.setattr(cli, "_load_benchmarks", _toy_benchmarks)
+    monkeypatch.setattr(cli, "load_benchmarks", _toy_benchmarks)
     out = tmp_path / "res"
     argv = ["reproduce", "--datasets", "toy", "--repeats", "1", "--folds", "2", "--epochs", "1", "--out", str(out),
             "--quiet", "--device", "cpu"]

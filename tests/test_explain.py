@@ -640,3 +640,6 @@ def test_evidence_table_ranks_each_bags_instances_and_puts_nan_last(fitted_pooli
         evidence_table(clf, some, ["a", "b"])
     with pytest.raises(ValueError, match="needs reference="):
         evidence_table(clf, some, method="reference")
+    # A bag the model cannot score (predict refuses it) is refused here too, by its own place.
+    with pytest.raises(ValueError, match=r"bags\[2\] has values too large"):
+        evidence_table(clf, [bags[0], bags[1], np.full_like(bags[2], 1e30)])

@@ -457,6 +457,27 @@ class DiskBagDataset(Sequence):
                                f"feature {int(bad[1])}); rescale the features.")
         return out
 
+    def instance_array(self, i: int, key: str) -> np.ndarray:
+        """Another per-instance array of bag ``i``'s file: an HDF5 dataset or an entry of a saved dict.
+
+        Slide-processing tools store more than the features per bag, CLAM and TRIDENT the
+        ``"coords"`` of every patch on the slide; this reads one such array, which must have one
+        row per instance (``minitorch-proto explain --coords-key``). ``.npy`` files hold one array only.
+        """
+        f = self._files[i]
+        if f.path.suffix.lower() == ".npy":
+            raise BagFileError(f"{f.path}: a .npy file holds the features only, no {key!r}; save the bags as .h5 "
+                               "or as .pt dicts to keep per-instance arrays beside them.")
+        arr, handle = _open_array(f.path, key, self.follow_links)
+        try:
+            out = np.atleast_1d(_as_numpy(arr[:]))
+        finally:
+            if handle is not None:
+                handle.close()
+        if len(out) != f.n_instances:
+            raise BagFileError(f"{f.path}: {key!r} has {len(out)} rows but the bag has {f.n_instances} instances.")
+        return out
+
     def chunks(self, i: int, chunk_size: int) -> Iterator[tuple[int, np.ndarray]]:
         """``(start, rows)`` pieces of bag ``i``, ``chunk_size`` instances at a time."""
         n = self._files[i].n_instances

@@ -575,7 +575,10 @@ def evidence_table(clf: Any, bags: Sequence[np.ndarray], bag_ids: Sequence | Non
         reference = _reference_vector(clf, reference)
     frames = []
     for i, bag_id in enumerate(ids):
-        s = instance_scores(clf, bags[i], method, reference=reference, empty_probability=empty_probability)
+        try:
+            s = instance_scores(clf, bags[i], method, reference=reference, empty_probability=empty_probability)
+        except ValueError as exc:  # scored one bag at a time: name the bag by its place in ``bags``
+            raise ValueError(str(exc).replace("bags[0]", f"bags[{i}]")) from None
         order = np.argsort(np.where(np.isnan(s), np.inf, -s), kind="stable")[:top]
         frames.append(pd.DataFrame({"bag": [bag_id] * len(order), "instance": order, "evidence": s[order],
                                     "rank": np.arange(1, len(order) + 1)}))

@@ -48,7 +48,7 @@ import torch
 from ..bags import BagBatch
 from ..distances import pairwise_distance
 from ..model import cross_entropy, penalty_terms
-from ..validation import check_bags
+from ..validation import check_bags, check_distance_range
 from .metrics import binary_auc
 
 __all__ = [
@@ -104,7 +104,11 @@ def _standardised(clf: Any, bags: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Raw bags -> float64 bags in the model's (standardised) input space."""
     _check_fitted(clf)
     checked = check_bags(bags, clf.n_features_in_)
-    return clf.standardizer_.transform(checked)
+    std = clf.standardizer_.transform(checked)
+    # Explanations compute in float64; a bag the model itself cannot score (predict refuses it) has no
+    # decision to explain.
+    check_distance_range(std, clf.model_.prototypes.dtype)
+    return std
 
 
 def _prototypes64(clf: Any) -> np.ndarray:

@@ -1,0 +1,117 @@
+"""What the command line reads: the benchmarks, a user's CSV or a bag folder, with the CLI's own wording.
+
+Kept apart from :mod:`minitorch_proto.cli` (the commands and their options): each command
+names its input with ``--dataset``, ``--csv`` or ``--bags-dir``, and every input error is one
+line that names the option, the file and the fix.
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .serialization import check_input_file
+
+__all__ = ["load_benchmark_for", "load_benchmarks", "load_data", "naming_bags"]
+
+
+def load_benchmark_for(args, name: str):
+    """One benchmark, with the CLI's own wording when its checksum differs."""
+    from .data import ChecksumError, load_benchmark
+
+    try:
+        return load_benchmark(name, data_dir=args.data_dir, download=not args.no_download,
+                              verify=not getattr(args, "no_verify", False),
+                              download_timeout=getattr(args, "download_timeout", None))
+    except ChecksumError as exc:
+        # The library's advice (verify=False) is an API argument; here the switch is a flag.
+        raise ChecksumError(str(exc).replace("pass verify=False", "add --no-verify")) from None
+
+
+def load_benchmarks(args, names: Sequence[str]) -> dict:
+    return {name: load_benchmark_for(args, name) for name in names}
+
+
+def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = None):
+    """The data set named by --dataset or --csv, and its feature names (None for benchmarks).
+
+    With ``labels=False`` (predict) a CSV may lack the label column. With
+    ``feature_names`` (a model's), the CSV's feature columns are matched by name:
+    any order works; a missing or an extra column is an error.
+    """
+    from .data import from_dataframe
+    from .data.readers import _shown
+
+    if getattr(args, "bags_dir", None):
+        from .data.disk import DiskBagDataset
+
+        bags_dir = Path(args.bags_dir)
+        if not bags_dir.is_dir():
+            raise ValueError(f"--bags-dir {bags_dir} is not a folder.")
+        labels_path = args.labels or bags_dir / "labels.csv"
+        check_input_file(labels_path, "--labels")
+        ds = DiskBagDataset(bags_dir, labels_path, bag_col=args.bag_col, label_col=args.label_col,
+                            follow_links=getattr(args, "follow_links", False))
+        if labels and ds.y is None:
+            raise ValueError(f"--labels {labels_path} has no label column {args.label_col!r} (columns: {ds.columns}); "
+                             "name it with --label-col.")
+        return ds, None
+    if not getattr(args, "csv", None):
+        return load_benchmark_for(args, args.dataset), None
+    path = check_input_file(args.csv, "--csv")
+    try:
+        # Bag ids are names: read as text, so "007" and "7" stay two bags and come back as written.
+        df = pd.read_csv(path, dtype={args.bag_col: str})
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"--csv {path} is not a readable CSV: {str(exc).splitlines()[0]}") from None
+    columns = [str(c) for c in df.columns]
+    df.columns = columns
+    if args.bag_col not in columns:
+        raise ValueError(f"--csv {path} has no bag column {args.bag_col!r} (columns: {_shown(columns)}); "
+                         "name it with --bag-col.")
+    if args.label_col not in columns:
+        if labels:
+            raise ValueError(f"--csv {path} has no label column {args.label_col!r} (columns: {_shown(columns)}); "
+                             "name it with --label-col.")
+        # Unlabelled bags, as a user predicts them: a placeholder label keeps one reader for both cases.
+        df[args.label_col] = 0
+    others = [c for c in columns if c not in (args.bag_col, args.label_col)]
+    if feature_names is not None:
+        # Sets: matching 100,000 columns by name must cost about as much as reading them.
+        names = [str(n) for n in feature_names]
+        present, wanted = set(others), set(names)
+        missing = [n for n in names if n not in present]
+        extra = [c for c in others if c not in wanted]
+        if missing:
+            raise ValueError(f"--csv {path} is missing feature column(s) {_shown(missing)} that the model was "
+                             "trained on.")
+        if extra:
+            raise ValueError(f"--csv {path} has column(s) {_shown(extra)} that the model was not trained on; "
+                             f"drop them (the model uses {len(names)} features).")
+        others = names
+    ds = from_dataframe(df, bag_col=args.bag_col, label_col=args.label_col, feature_cols=others, name=path.stem,
+                        where=str(path))
+    ds.source = str(path)
+    return ds, others
+
+
+@contextlib.contextmanager
+def naming_bags(bag_ids) -> Iterator[None]:
+    """Rewrite "bags[i]" in an error into the user's own bag id."""
+    try:
+        yield
+    except ValueError as exc:
+        ids = np.asarray(bag_ids)
+
+        def name(m: re.Match) -> str:
+            i = int(m.group(1))
+            return f"bag {ids[i].item() if hasattr(ids[i], 'item') else ids[i]!r}" if i < len(ids) else m.group(0)
+
+        text = re.sub(r"\bbags\[(\d+)\]", name, str(exc))
+        if text == str(exc):
+            raise
+        raise ValueError(text) from None
