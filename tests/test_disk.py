@@ -1,6 +1,8 @@
 """Bags from disk: one file per bag (.npy, .pt, .h5) plus a labels CSV, equal to the same bags in memory."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -174,3 +176,19 @@ def test_cross_validating_a_bag_folder_reads_each_bag_once_and_pools_it_once(tmp
     in_memory = cross_validate(PrototypeMILClassifier(n_prototypes=3, epochs=2, device="cpu"),
                                [b.astype(np.float32) for b in bags], y, folds)
     assert np.array_equal(res["auc"].to_numpy(), in_memory["auc"].to_numpy())
+
+
+@pytest.mark.parametrize("fmt", ["npy", "pt"])
+def test_bags_read_from_a_folder_do_not_hold_their_files_open(tmp_path, fmt):
+    # A fit holds every bag; were they views of memory-mapped files, a folder of more bags than
+    # ``ulimit -n`` (often 1,024) would fail with "Too many open files".
+    fds = Path("/proc/self/fd")
+    if not fds.is_dir():
+        pytest.skip("needs /proc to count open files")
+    rng = np.random.default_rng(0)
+    bags = [rng.normal(size=(3, 4)).astype(np.float32) for _ in range(50)]
+    data = DiskBagDataset(tmp_path, write_bag_folder(tmp_path, bags, np.arange(50) % 2, fmt=fmt))
+    before = len(list(fds.iterdir()))
+    held = [data[i] for i in range(len(data))] + [data.rows(i, 1, 3) for i in range(len(data))]
+    assert len(list(fds.iterdir())) - before < 5
+    assert all(np.array_equal(a, b) for a, b in zip(held, bags)) and held[0].flags.writeable

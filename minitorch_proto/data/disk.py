@@ -425,9 +425,11 @@ class DiskBagDataset(Sequence):
 
     # ------------------------------------------------------------- reading
     def rows(self, i: int, start: int, stop: int) -> np.ndarray:
-        """Instances ``start:stop`` of bag ``i`` (only those are read from disk).
+        """Instances ``start:stop`` of bag ``i`` (only those are read from disk), as an array in memory.
 
-        ``.npy`` rows come back as a read-only memory map; cast or copy before writing.
+        ``.npy`` and ``.pt`` files are memory-mapped to read the rows, and the rows copied out: a
+        view would hold the file open, and a fit that holds a thousand bags would run out of file
+        descriptors (``ulimit -n`` is often 1,024).
         """
         f = self._files[i]
         try:
@@ -437,6 +439,7 @@ class DiskBagDataset(Sequence):
                     out = _as_numpy(arr[:]).reshape(1, -1)[start:stop]
                 else:
                     out = _as_numpy(arr[start:stop])
+                out = out if out.flags.owndata else out.copy()  # not a view of the mapped file
             finally:
                 if handle is not None:
                     handle.close()
@@ -471,6 +474,7 @@ class DiskBagDataset(Sequence):
         arr, handle = _open_array(f.path, key, self.follow_links)
         try:
             out = np.atleast_1d(_as_numpy(arr[:]))
+            out = out if out.flags.owndata else out.copy()
         finally:
             if handle is not None:
                 handle.close()
