@@ -372,7 +372,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             names = frame_columns(bags)
             if names is not None:
                 bags = align_frames(bags, names)
-            bags = check_shared_bags(bags, seen)  # one validated copy of a bag shared by several sets
+            bags = check_shared_bags(bags, seen, dtype=None)  # float32 kept: every use below converts itself
             y_enc, classes = check_labels(y, len(bags))
             if classes0 is None:
                 classes0 = classes

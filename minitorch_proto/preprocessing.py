@@ -40,9 +40,13 @@ class BagStandardizer:
 
     def fit(self, bags: Sequence[np.ndarray]) -> "BagStandardizer":
         if self.mode == "feature":
-            X = np.concatenate([np.asarray(b, dtype=np.float64) for b in bags], axis=0)
+            X = np.concatenate(bags, axis=0, dtype=np.float64)
             self.mean_ = X.mean(axis=0)
-            std = X.std(axis=0)
+            # X.std(axis=0)'s own steps (centre, square, sum, divide, root), in place on this copy: the
+            # same values bit for bit, without a second array the size of the data (the peak of a fit).
+            X -= self.mean_
+            np.multiply(X, X, out=X)
+            std = np.sqrt(np.add.reduce(X, axis=0) / len(X))
             self.scale_ = np.where(std > 1e-12, std, 1.0)
         return self
 

@@ -37,7 +37,7 @@ def check_bags(
     bags: Sequence[np.ndarray],
     n_features: int | None = None,
     *,
-    dtype: type = np.float64,
+    dtype: type | None = np.float64,
     name: str = "bags",
 ) -> list[np.ndarray]:
     """Validate a collection of bags and return them as 2-D float arrays.
@@ -48,8 +48,10 @@ def check_bags(
         One entry per bag. A 1-D entry is read as a bag with a single instance.
     n_features : int, optional
         Required number of features (for example the number seen in ``fit``).
-    dtype : numpy dtype
-        dtype of the returned arrays.
+    dtype : numpy dtype or None
+        dtype of the returned arrays. ``None``: float32 and float64 arrays come back as they are
+        (no copy: a fit that converts them itself need not hold a float64 copy of float32 features),
+        anything else as float64.
     name : str
         Name used in error messages.
 
@@ -82,6 +84,8 @@ def check_bags(
     for i, bag in enumerate(bags):
         try:
             arr = np.asarray(bag, dtype=dtype)
+            if dtype is None and arr.dtype not in (np.float32, np.float64):
+                arr = np.asarray(arr, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{name}[{i}] could not be converted to a float array: {exc}") from exc
         if arr.ndim == 1:

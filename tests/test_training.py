@@ -333,6 +333,43 @@ def test_transform_stacked_equals_the_concatenated_transform(mode, dtype):
         BagStandardizer("feature").transform_stacked(bags)
 
 
+@pytest.mark.parametrize("width", [1, 5, 230])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_standardiser_fit_equals_numpys_mean_and_std_bit_for_bit(width, dtype):
+    # The fit centres and squares one float64 copy in place (no second copy of the data): the same
+    # values as X.mean(0) and X.std(0), not merely close, and the caller's bags are left alone.
+    rng = np.random.default_rng(width)
+    bags = [(rng.normal(size=(k, width)) * 7 + 3).astype(dtype) for k in (40, 1, 300, 9)]
+    before = [b.copy() for b in bags]
+    st = BagStandardizer("feature").fit(bags)
+    X = np.concatenate([b.astype(np.float64) for b in bags])
+    assert np.array_equal(st.mean_, X.mean(axis=0)) and np.array_equal(st.scale_, X.std(axis=0))
+    assert all(np.array_equal(a, b) for a, b in zip(bags, before))
+
+
+def test_an_ensembles_seeds_share_one_standardiser_fit(monkeypatch):
+    from minitorch_proto import preprocessing
+
+    bags, y = make_concept_bags(n_bags=24, seed=6)
+    train, other = np.arange(20), np.arange(4, 24)
+    fits = []
+    real = preprocessing.BagStandardizer.fit
+    monkeypatch.setattr(preprocessing.BagStandardizer, "fit", lambda self, b: fits.append(len(b)) or real(self, b))
+    out = train_batched(bags, y, [train, train, other], [0, 1, 2], PrototypeMILConfig(n_prototypes=3, init="kmeans++"),
+                        TrainConfig(epochs=1), backend="tensor")
+    assert fits == [20, 20]  # one per distinct set, not one per model
+    assert out.standardizers[0] is out.standardizers[1] and out.standardizers[2] is not out.standardizers[0]
+
+
+def test_check_bags_can_keep_float32():
+    from minitorch_proto.validation import check_bags
+
+    f32, ints = np.ones((2, 3), np.float32), np.arange(6).reshape(2, 3)
+    kept = check_bags([f32, ints], dtype=None)
+    assert kept[0] is f32 and kept[1].dtype == np.float64  # float32 as it is; anything else as float64
+    assert check_bags([f32])[0].dtype == np.float64  # the default still converts
+
+
 @pytest.mark.skipif(not compiled.AVAILABLE, reason="numba not installed")
 def test_compiled_engine_standardises_in_slices_with_the_same_result(monkeypatch):
     """The compiled engine fills its copy of the bags a slice of rows at a time; any slice gives one result."""

@@ -194,18 +194,25 @@ def train_batched(
 
     pool = BagPool(bags, dev)
     L = pool.n_features
-    standardizers, modules = [], []
+    standardizers, modules, last = [], [], None
     for m in range(M):
-        std = BagStandardizer(standardization).fit([bags[i] for i in train_sets[m]])
+        # Consecutive models on the same bags (an ensemble's seeds) share one standardiser and one
+        # standardised copy for their starts: each is the size of the data.
+        key = np.asarray(train_sets[m]).tobytes()
+        if last is None or last[0] != key:
+            last = None  # the previous set's copy goes before the next one is made
+            train_bags = [bags[i] for i in train_sets[m]]
+            std = BagStandardizer(standardization).fit(train_bags)
+            # A resumed model's initial values are replaced: skip a data-driven initialisation.
+            data_start = model_config.init != "normal" and resume is None
+            last = (key, std, std.transform_stacked(train_bags) if data_start else None)
+        _, std, init_instances = last
         standardizers.append(std)
-        init_instances = None
-        # A resumed model's initial values are replaced: skip a data-driven initialisation.
-        if model_config.init != "normal" and resume is None:
-            init_instances = std.transform_stacked([bags[i] for i in train_sets[m]])
         gen = torch.Generator().manual_seed(int(seeds[m]))
         start_config = model_config if resume is None else replace(model_config, init="normal")
         modules.append(PrototypeMIL(L, n_classes, start_config, generator=gen, init_instances=init_instances))
 
+    last = init_instances = None
     if standardization == "instance":
         # Per-instance z-scoring needs no fitting: do it once on the pool.
         pool.instances = torch.as_tensor(
