@@ -537,14 +537,14 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         if names is not None and frame_columns(bags) is not None:
             bags = align_frames(bags, list(names))
         if hasattr(bags, "rows") and hasattr(bags, "sizes"):
-            return torch.cat([self._head_features(check_bags(bags[a:b], self.n_features_in_))
+            return torch.cat([self._head_features(check_bags(bags[a:b], self.n_features_in_), first=a)
                               for a, b in bag_groups(bags.sizes, self.chunk_size)])
         return self._head_features(check_bags(bags, self.n_features_in_))
 
-    def _head_features(self, bags: list[np.ndarray]) -> torch.Tensor:
+    def _head_features(self, bags: list[np.ndarray], first: int = 0) -> torch.Tensor:
         sizes = np.array([len(b) for b in bags])
         std = self.standardizer_.transform_stacked(bags)
-        check_distance_range(np.split(std, np.cumsum(sizes)[:-1]), self.model_.prototypes.dtype)  # views
+        check_distance_range(np.split(std, np.cumsum(sizes)[:-1]), self.model_.prototypes.dtype, first)  # views
         return self.model_.features_chunked(std, np.repeat(np.arange(len(bags)), sizes), len(bags), self.chunk_size)
 
     def _logits(self, bags) -> torch.Tensor:
@@ -561,10 +561,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         return class_probabilities(self._logits(bags).double()).numpy()
 
     def decision_function(self, bags: Sequence[np.ndarray]) -> np.ndarray:
-        """Logit of the positive class (two classes) or the logits (n_bags, C).
-
-        For an ensemble: the log-odds (two classes) or the log of the averaged probabilities.
-        """
+        """Logit of the positive class (two classes) or the logits (n_bags, C); for an ensemble, the log-odds
+        (two classes) or the log of the averaged probabilities."""
         if self._ensemble():
             p = np.clip(self.predict_proba(bags), 1e-300, 1.0)
             return np.log(p[:, 1]) - np.log(p[:, 0]) if p.shape[1] == 2 else np.log(p)

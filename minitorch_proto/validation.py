@@ -257,12 +257,16 @@ def align_frames(bags, names: Sequence[str]) -> list[np.ndarray]:
     return out
 
 
-def check_distance_range(std_bags: Sequence[np.ndarray], dtype) -> None:
-    """Refuse standardised bags whose distances would overflow ``dtype`` (giving NaN scores)."""
+def check_distance_range(std_bags: Sequence[np.ndarray], dtype, first: int = 0) -> None:
+    """Refuse standardised bags whose distances would overflow ``dtype`` (giving NaN scores).
+
+    ``first``: the position of ``std_bags[0]`` in the whole collection (a group read from a folder),
+    so the error names the bag by its own place.
+    """
     import torch
 
     limit = float(torch.finfo(dtype).max) / _RANGE_MARGIN
-    for i, b in enumerate(std_bags):
+    for i, b in enumerate(std_bags, start=int(first)):
         sq = np.einsum("ij,ij->i", b, b)
         bad = ~(sq < limit)  # also true for inf and NaN
         if bad.any():

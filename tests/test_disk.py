@@ -192,3 +192,19 @@ def test_bags_read_from_a_folder_do_not_hold_their_files_open(tmp_path, fmt):
     held = [data[i] for i in range(len(data))] + [data.rows(i, 1, 3) for i in range(len(data))]
     assert len(list(fds.iterdir())) - before < 5
     assert all(np.array_equal(a, b) for a, b in zip(held, bags)) and held[0].flags.writeable
+
+
+def test_an_error_in_a_later_group_of_a_folder_names_its_own_bag(tmp_path, capsys):
+    # A folder is predicted a group of bags at a time; an error must name the bag's place in the
+    # folder, not in its group (it named bags[0] for bag 7).
+    bags, y = make_concept_bags(n_bags=12, seed=1)
+    clf = PrototypeMILClassifier(n_prototypes=2, epochs=1, chunk_size=4).fit(bags, y)
+    bad = [b.copy() for b in bags]
+    bad[7][:] = 1e30  # finite and within float32, but its distances would overflow
+    labels = write_bag_folder(tmp_path / "bags", bad, y, fmt="npy")
+    data = DiskBagDataset(tmp_path / "bags", labels)
+    with pytest.raises(ValueError, match=r"bags\[7\] has values too large"):
+        clf.predict_proba(data)
+    model = clf.save(tmp_path / "m.safetensors")
+    assert main(["predict", "--model", str(model), "--bags-dir", str(tmp_path / "bags")]) == 2
+    assert "bag '7' has values too large" in capsys.readouterr().err
