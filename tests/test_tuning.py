@@ -264,6 +264,9 @@ def test_search_cv_on_float32_bags_pools_each_bag_once(monkeypatch):
     shipped = tuning.shared_pool
     monkeypatch.setattr(tuning, "shared_pool", lambda sets: pooled.append(shipped(sets)) or pooled[-1])
     bags, y = make_concept_bags(n_bags=24, seed=2)
-    cross_validate(HalvingSearch(SMALL), [b.astype(np.float32) for b in bags], y,
-                   stratified_folds(y, n_repeats=1, n_folds=3))
+    folds = stratified_folds(y, n_repeats=1, n_folds=3)
+    res32 = cross_validate(HalvingSearch(SMALL), [b.astype(np.float32) for b in bags], y, folds)
     assert len(pooled[0][0]) == 24  # one slot per bag, not one per bag and fold
+    assert pooled[0][0][0].dtype == np.float32  # kept as given: every use converts it exactly
+    twin = cross_validate(HalvingSearch(SMALL), [b.astype(np.float32).astype(np.float64) for b in bags], y, folds)
+    assert np.array_equal(res32[["accuracy", "auc"]].to_numpy(), twin[["accuracy", "auc"]].to_numpy())

@@ -430,7 +430,7 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
         budget = self.budget or SearchBudget()
         encoded, classes0, seen = [], None, {}
         for bags, y in train_sets:
-            bags = check_shared_bags(bags, seen)  # folds share bags: one validated copy each
+            bags = check_shared_bags(bags, seen, dtype=None)  # folds share bags; float32 kept, as fit keeps it
             y_enc, classes = check_labels(y, len(bags))
             if classes0 is not None and not np.array_equal(classes, classes0):
                 raise ValueError("training sets searched together must have the same classes.")
