@@ -155,7 +155,7 @@ class StreamedInstances:
     def groups(self):
         for a, b in bag_groups(self.sizes[self._mine], self.chunk_size):
             ids = self._mine[a:b]
-            raw = [_rows(self.bags, int(i), 0, int(self.sizes[i])) for i in ids]  # memory maps, for .npy
+            raw = [_rows(self.bags, int(i), 0, int(self.sizes[i])) for i in ids]
             yield ids, self.standardizer.transform_stacked(raw), np.repeat(np.arange(len(ids)), self.sizes[ids])
 
     def nearest_across(self, pushed: np.ndarray, sources: np.ndarray, best: np.ndarray):
