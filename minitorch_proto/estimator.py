@@ -524,8 +524,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
             raise NotFittedError("This PrototypeMILClassifier is not fitted yet; call fit(bags, y) first.")
 
-    def _features(self, bags) -> torch.Tensor:
-        """Normalised features of bags, computed chunk by chunk (bounded memory).
+    def _features(self, bags) -> list[torch.Tensor]:
+        """Every member's normalised features, the bags read and standardised once for all members.
 
         A lazy collection (with ``rows`` and ``sizes``, such as
         :class:`~minitorch_proto.data.disk.DiskBagDataset`) is read a group of bags
@@ -537,36 +537,39 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         if names is not None and frame_columns(bags) is not None:
             bags = align_frames(bags, list(names))
         if hasattr(bags, "rows") and hasattr(bags, "sizes"):
-            return torch.cat([self._head_features(check_bags(bags[a:b], self.n_features_in_), first=a)
-                              for a, b in bag_groups(bags.sizes, self.chunk_size)])
+            groups = [self._head_features(check_bags(bags[a:b], self.n_features_in_), first=a)
+                      for a, b in bag_groups(bags.sizes, self.chunk_size)]
+            return [torch.cat(member) for member in zip(*groups)]
         return self._head_features(check_bags(bags, self.n_features_in_))
 
-    def _head_features(self, bags: list[np.ndarray], first: int = 0) -> torch.Tensor:
-        sizes = np.array([len(b) for b in bags])
+    def _head_features(self, bags: list[np.ndarray], first: int = 0) -> list[torch.Tensor]:
+        sizes, models = np.array([len(b) for b in bags]), getattr(self, "models_", [self.model_])
         std = self.standardizer_.transform_stacked(bags)
         check_distance_range(np.split(std, np.cumsum(sizes)[:-1]), self.model_.prototypes.dtype, first)  # views
-        return self.model_.features_chunked(std, np.repeat(np.arange(len(bags)), sizes), len(bags), self.chunk_size)
+        index = np.repeat(np.arange(len(bags)), sizes)
+        return [m.features_chunked(std, index, len(bags), self.chunk_size) for m in models]
 
-    def _logits(self, bags) -> torch.Tensor:
+    def _logits(self, bags) -> list[torch.Tensor]:
+        """Every member's logits."""
         with torch.no_grad():
-            logits = head_logits(self._features(bags), self.model_.weight, self.model_.bias)
-        check_finite_scores(logits, "scores")
+            logits = [head_logits(phi, m.weight, m.bias)
+                      for phi, m in zip(self._features(bags), getattr(self, "models_", [self.model_]))]
+        for one in logits:
+            check_finite_scores(one, "scores")
         return logits
 
     def predict_proba(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Class probabilities, shape (n_bags, n_classes), columns in ``classes_`` order (members averaged)."""
-        members = self._ensemble()
-        if members:
-            return np.mean([m.predict_proba(bags) for m in members], axis=0)
-        return class_probabilities(self._logits(bags).double()).numpy()
+        return np.mean([class_probabilities(one.double()).numpy() for one in self._logits(bags)], axis=0)
 
     def decision_function(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Logit of the positive class (two classes) or the logits (n_bags, C); for an ensemble, the log-odds
         (two classes) or the log of the averaged probabilities."""
-        if self._ensemble():
-            p = np.clip(self.predict_proba(bags), 1e-300, 1.0)
+        logits = self._logits(bags)
+        if len(logits) > 1:
+            p = np.clip(np.mean([class_probabilities(one.double()).numpy() for one in logits], axis=0), 1e-300, 1.0)
             return np.log(p[:, 1]) - np.log(p[:, 0]) if p.shape[1] == 2 else np.log(p)
-        logits = self._logits(bags).double().numpy()
+        logits = logits[0].double().numpy()
         return logits[:, 0] if logits.shape[1] == 1 else logits
 
     def predict(self, bags: Sequence[np.ndarray]) -> np.ndarray:
@@ -580,11 +583,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         With ``head_similarity=True`` the similarity block follows (D more columns).
         For an ensemble: every member's features side by side.
         """
-        members = self._ensemble()
-        if members:
-            return np.hstack([m.transform(bags) for m in members])
         with torch.no_grad():
-            return self._features(bags).double().numpy()
+            return np.hstack([phi.double().numpy() for phi in self._features(bags)])
 
     # -------------------------------------------------------- save/load
     def save(self, path: str | os.PathLike) -> Path:

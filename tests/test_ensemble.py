@@ -53,3 +53,24 @@ def test_ensemble_save_and_load_round_trip(ensemble, tmp_path):
     back = load_model(clf.save(tmp_path / "ens.pt"))
     assert len(back.models_) == 3 and back.get_params()["n_seeds"] == 3
     np.testing.assert_allclose(back.predict_proba(bags), clf.predict_proba(bags), atol=1e-6)
+
+
+def test_ensemble_reads_a_bag_folder_once_for_all_members(ensemble, tmp_path, monkeypatch):
+    # A whole-slide folder is the costly part of a prediction: every member is scored from one read.
+    from minitorch_proto.data.disk import DiskBagDataset, write_bag_folder
+
+    clf, bags, y = ensemble
+    folder = DiskBagDataset(tmp_path, write_bag_folder(tmp_path, bags, y))
+    bags = [b.astype(np.float32) for b in bags]  # what the folder holds
+    read = []
+    original = DiskBagDataset.rows
+    monkeypatch.setattr(DiskBagDataset, "rows", lambda self, i, a, b: read.append(self._files[i].path) or original(self, i, a, b))
+    clf.set_params(chunk_size=50)  # several groups of bags, each read once
+    p = clf.predict_proba(folder)
+    assert len(read) == len(set(read)) == len(bags)
+    np.testing.assert_allclose(p, clf.predict_proba(bags), atol=1e-6)  # groups of bags: other BLAS blocking
+    members = [clf.member(j) for j in range(3)]
+    np.testing.assert_array_equal(clf.predict_proba(bags), np.mean([m.predict_proba(bags) for m in members], axis=0))
+    np.testing.assert_array_equal(clf.transform(bags), np.hstack([m.transform(bags) for m in members]))
+    np.testing.assert_allclose(clf.transform(folder), clf.transform(bags), atol=1e-5)
+    clf.set_params(chunk_size=65_536)
