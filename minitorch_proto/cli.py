@@ -45,8 +45,14 @@ def _add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
         p.add_argument("--follow-links", action="store_true",
                        help="with --bags-dir: also read feature files that are links to places outside the folder "
                        "(refused by default: a shared folder could otherwise point the tool at any of your files)")
-        p.add_argument("--bag-col", default="bag", help="bag-id column of --csv or --labels (default: bag)")
-        p.add_argument("--label-col", default="label", help="label column of --csv or --labels (default: label)")
+        p.add_argument("--no-header", action="store_true",
+                       help="with --csv: the file has no header row, as in the classic MIL layout (label, bag, "
+                       "features...) of the five benchmarks; columns are then numbered from 0, and --bag-col and "
+                       "--label-col default to 1 and 0")
+        p.add_argument("--bag-col", default=None, help="bag-id column of --csv or --labels (default: bag; 1 with "
+                       "--no-header)")
+        p.add_argument("--label-col", default=None, help="label column of --csv or --labels (default: label; 0 "
+                       "with --no-header)")
     p.add_argument("--data-dir", default=None,
                    help="folder holding the benchmark files (default: $MINITORCH_PROTO_DATA, else the user cache)")
     p.add_argument("--no-download", action="store_true", help="never download; fail if the files are not local")

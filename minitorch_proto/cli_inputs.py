@@ -46,6 +46,11 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
     from .data import from_dataframe
     from .data.readers import _shown
 
+    no_header = bool(getattr(args, "no_header", False))
+    if no_header and not getattr(args, "csv", None):
+        raise ValueError("--no-header describes a --csv file; this command reads no --csv.")
+    bag_col = args.bag_col if args.bag_col is not None else ("1" if no_header else "bag")
+    label_col = args.label_col if args.label_col is not None else ("0" if no_header else "label")
     if getattr(args, "bags_dir", None):
         from .data.disk import DiskBagDataset
 
@@ -54,10 +59,10 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
             raise ValueError(f"--bags-dir {bags_dir} is not a folder.")
         labels_path = args.labels or bags_dir / "labels.csv"
         check_input_file(labels_path, "--labels")
-        ds = DiskBagDataset(bags_dir, labels_path, bag_col=args.bag_col, label_col=args.label_col,
+        ds = DiskBagDataset(bags_dir, labels_path, bag_col=bag_col, label_col=label_col,
                             follow_links=getattr(args, "follow_links", False))
         if labels and ds.y is None:
-            raise ValueError(f"--labels {labels_path} has no label column {args.label_col!r} (columns: {ds.columns}); "
+            raise ValueError(f"--labels {labels_path} has no label column {label_col!r} (columns: {ds.columns}); "
                              "name it with --label-col.")
         return ds, None
     if not getattr(args, "csv", None):
@@ -65,21 +70,28 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
     path = check_input_file(args.csv, "--csv")
     try:
         # Bag ids are names: read as text, so "007" and "7" stay two bags and come back as written.
-        df = pd.read_csv(path, dtype={args.bag_col: str})
+        if no_header:
+            if not bag_col.isdigit():
+                raise ValueError(f"--bag-col {bag_col!r}: with --no-header columns are numbered from 0; give a number.")
+            df = pd.read_csv(path, header=None, dtype={int(bag_col): str})
+        else:
+            df = pd.read_csv(path, dtype={bag_col: str})
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise ValueError(f"--csv {path} is not a readable CSV: {str(exc).splitlines()[0]}") from None
     columns = [str(c) for c in df.columns]
     df.columns = columns
-    if args.bag_col not in columns:
-        raise ValueError(f"--csv {path} has no bag column {args.bag_col!r} (columns: {_shown(columns)}); "
-                         "name it with --bag-col.")
-    if args.label_col not in columns:
+    if bag_col not in columns:
+        hint = "name it with --bag-col"
+        if not no_header and _numbers(columns):
+            hint = "its first row looks like data, not names: for a file without a header add --no-header"
+        raise ValueError(f"--csv {path} has no bag column {bag_col!r} (columns: {_shown(columns)}); {hint}.")
+    if label_col not in columns:
         if labels:
-            raise ValueError(f"--csv {path} has no label column {args.label_col!r} (columns: {_shown(columns)}); "
+            raise ValueError(f"--csv {path} has no label column {label_col!r} (columns: {_shown(columns)}); "
                              "name it with --label-col.")
         # Unlabelled bags, as a user predicts them: a placeholder label keeps one reader for both cases.
-        df[args.label_col] = 0
-    others = [c for c in columns if c not in (args.bag_col, args.label_col)]
+        df[label_col] = 0
+    others = [c for c in columns if c not in (bag_col, label_col)]
     if feature_names is not None:
         # Sets: matching 100,000 columns by name must cost about as much as reading them.
         names = [str(n) for n in feature_names]
@@ -93,10 +105,23 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
             raise ValueError(f"--csv {path} has column(s) {_shown(extra)} that the model was not trained on; "
                              f"drop them (the model uses {len(names)} features).")
         others = names
-    ds = from_dataframe(df, bag_col=args.bag_col, label_col=args.label_col, feature_cols=others, name=path.stem,
+    ds = from_dataframe(df, bag_col=bag_col, label_col=label_col, feature_cols=others, name=path.stem,
                         where=str(path))
     ds.source = str(path)
     return ds, others
+
+
+def _numbers(names: Sequence[str]) -> bool:
+    """Whether every column name reads as a number (pandas suffixes repeats: "0", "0.1", "8.5.1")."""
+    def number(text: str) -> bool:
+        for candidate in (text, text.rpartition(".")[0]):
+            try:
+                return bool(candidate) and float(candidate) == float(candidate)
+            except ValueError:
+                pass
+        return False
+
+    return all(number(n) for n in names)
 
 
 @contextlib.contextmanager

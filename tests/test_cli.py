@@ -81,6 +81,38 @@ def test_train_then_predict_on_a_users_csv(tmp_path, capsys):
     assert (p.predicted == y).mean() > 0.8
 
 
+def test_a_headerless_csv_in_the_classic_layout(tmp_path, capsys):
+    # The five benchmarks' layout (label, bag, features..., no header) is the commonest MIL file a user has.
+    from minitorch_proto.data import read_mil_csv
+    from minitorch_proto.estimator import load_model
+
+    bags, y = make_concept_bags(n_bags=20, seed=3)
+    rows = [[int(y[i]), 100 + i, *inst] for i, bag in enumerate(bags) for inst in bag]
+    csv = tmp_path / "classic.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False, header=False)
+    model, preds, ev = tmp_path / "m.safetensors", tmp_path / "p.csv", tmp_path / "e.csv"
+    assert main(["train", "--csv", str(csv), "--out", str(model)]) == 2
+    assert "first row looks like data" in capsys.readouterr().err and not model.exists()
+    assert main(["train", "--csv", str(csv), "--no-header", "--out", str(model), "--epochs", "3", "--prototypes", "4",
+                 "--device", "cpu"]) == 0
+    clf = load_model(model)
+    assert list(clf.feature_names_in_) == [str(j) for j in range(2, 2 + bags[0].shape[1])]
+    classic = read_mil_csv(csv)  # the benchmarks' reader sees the same bags
+    assert clf.n_features_in_ == classic.bags[0].shape[1] and len(classic.bags) == 20
+    assert main(["predict", "--model", str(model), "--csv", str(csv), "--no-header", "--out", str(preds)]) == 0
+    p = pd.read_csv(preds, dtype={"bag": str})
+    assert list(p.bag) == [str(100 + i) for i in range(20)]
+    np.testing.assert_allclose(p[["proba_0", "proba_1"]].to_numpy(), clf.predict_proba(classic.bags), atol=1e-6)
+    assert main(["explain", "--model", str(model), "--csv", str(csv), "--no-header", "--top", "1",
+                 "--out", str(ev)]) == 0
+    assert len(pd.read_csv(ev)) == 20
+    # Columns are numbers without a header; the option describes a CSV only.
+    assert main(["train", "--csv", str(csv), "--no-header", "--bag-col", "bag", "--out", str(model)]) == 2
+    assert "give a number" in capsys.readouterr().err
+    assert main(["train", "--dataset", "musk1", "--no-header", "--out", str(tmp_path / "x.safetensors")]) == 2
+    assert "--no-header describes a --csv file" in capsys.readouterr().err
+
+
 def test_train_recommended_from_a_bag_folder_held_or_streamed(tmp_path, capsys):
     from minitorch_proto.data.disk import write_bag_folder
     from minitorch_proto.estimator import PrototypeMILClassifier, load_model
