@@ -39,6 +39,7 @@ class BagStandardizer:
         self.scale_: np.ndarray | None = None
 
     def fit(self, bags: Sequence[np.ndarray]) -> "BagStandardizer":
+        """Learn each feature's mean and standard deviation over all instances of ``bags`` ("feature" mode)."""
         if self.mode == "feature":
             X = np.concatenate(bags, axis=0, dtype=np.float64)
             self.mean_ = X.mean(axis=0)
@@ -135,6 +136,7 @@ class BagStandardizer:
         return points, "instance-standardised"
 
     def transform(self, bags: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Standardise every bag (float64 arrays of the same shapes)."""
         return [self.transform_instances(b) for b in bags]
 
     def transform_stacked(self, bags: Sequence[np.ndarray]) -> np.ndarray:

@@ -491,6 +491,7 @@ class DiskBagDataset(Sequence):
     # ------------------------------------------------------------- metadata
     @property
     def sizes(self) -> np.ndarray:
+        """Instances per bag, from the file headers (no bag is read)."""
         return np.array([f.n_instances for f in self._files], dtype=np.int64)
 
     @property

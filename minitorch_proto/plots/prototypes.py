@@ -286,7 +286,7 @@ def plot_bag_explanation(
     image_shape : (int, int), optional
         When given, a thumbnail of each shown instance is drawn left of its bar.
     top : int, default=10
-        Number of instances shown (largest |share| first).
+        Number of instances shown (largest absolute share first).
     ax : Axes, optional
     fig : Figure, optional
     cmap : str, default="gray_r"
