@@ -55,7 +55,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     batch_size : int, default=1
     sampling, lr_halving_every, accumulate_gradients :
         Training-loop switches, see :class:`~minitorch_proto.training.TrainConfig`.
-    betas, eps : Adam's coefficients, default (0.9, 0.999) and 1e-8.
+    betas, eps : tuple of float and float, default=(0.9, 0.999) and 1e-8 (Adam's coefficients)
     standardization : {"feature", "instance", "none"}, default="feature"
         Fitted on the bags passed to :meth:`fit` only.
     device : str, default="auto"
