@@ -367,15 +367,23 @@ def cmd_predict(args) -> int:
 def cmd_explain(args) -> int:
     from .evaluation.evidence import evidence_table
 
+    if args.heatmaps and not args.coords_key:
+        raise ValueError("--heatmaps needs --coords-key: the patches are drawn where the bag files place them.")
+    maps = check_output_path(args.heatmaps, "dir", "--heatmaps") if args.heatmaps else None
     clf, out, data = _model_and_bags(args)
     if len(clf.classes_) != 2:
         raise ValueError(f"explain needs a two-class model; this one has {len(clf.classes_)} classes.")
     if args.coords_key:
         if not hasattr(data, "instance_array"):
             raise ValueError("--coords-key needs --bags-dir: the coordinates are read from the bag files.")
-        data.instance_array(0, args.coords_key)  # a folder without them fails now, not after every bag's evidence
+        xy = data.instance_array(0, args.coords_key)  # a folder without them fails now, not after every bag's evidence
+        if maps and (xy.ndim != 2 or xy.shape[1] < 2):
+            raise ValueError(f"--heatmaps needs two coordinates per patch; {args.coords_key!r} has shape {xy.shape}.")
     with naming_bags(data.bag_ids):
-        table = evidence_table(clf, data.bags, data.bag_ids, args.method, top=args.top)
+        table = evidence_table(clf, data.bags, data.bag_ids, args.method, top=None if maps else args.top)
+        if maps:
+            _write_heatmaps(args, maps, data, table)
+            table = table[table["rank"] <= args.top].reset_index(drop=True) if args.top else table
         if args.coords_key:  # e.g. CLAM's 'coords': where each patch lies on the slide, for heatmaps
             where = {bag: i for i, bag in enumerate(data.bag_ids)}
             parts = [(data.instance_array(where[bag], args.coords_key), rows.instance.to_numpy())
@@ -384,6 +392,28 @@ def cmd_explain(args) -> int:
             for j in range(xy.shape[1]):
                 table[f"{args.coords_key}_{j}"] = xy[:, j]
     return _write_table(table, out, f"the evidence of {len(table)} instances of {data.n_bags} bags")
+
+
+EVIDENCE_LABELS = {"removal": "drop in P(positive) without the patch", "share": "the patch's share of the logit",
+                   "singleton": "logit of the patch alone"}
+
+
+def _write_heatmaps(args, maps: Path, data, table: pd.DataFrame) -> None:
+    """--heatmaps: one PNG per bag, its patches where they lie, coloured on one scale for every bag."""
+    from .plots import plot_evidence_map
+
+    where = {bag: i for i, bag in enumerate(data.bag_ids)}
+    finite = table["evidence"].abs().dropna()
+    limit = float(finite.max()) if len(finite) else None
+    with staged_directory(maps) as stage:
+        for bag, rows in table.groupby("bag", sort=False):
+            rows = rows.sort_values("instance")
+            xy = data.instance_array(where[bag], args.coords_key)
+            fig = plot_evidence_map(xy.reshape(len(xy), -1)[:, :2], rows["evidence"].to_numpy(), top=args.top or 0,
+                                    limit=limit, label=EVIDENCE_LABELS[args.method], title=f"bag {bag}")
+            fig.savefig(stage / f"{bag}.png", dpi=110)
+    # Standard output may be carrying the CSV (no --out): the note then goes to standard error.
+    print(f"wrote {table['bag'].nunique()} heatmaps to {maps}", file=sys.stdout if args.out else sys.stderr)
 
 
 def cmd_datasets(args) -> int:
@@ -496,6 +526,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, default=None, help="keep the TOP instances of most evidence per bag")
     p.add_argument("--coords-key", default=None, help="with --bags-dir of .h5 or .pt files: also write this "
                    "per-instance array of each file (CLAM's 'coords': the patch positions), as KEY_0, KEY_1, ...")
+    p.add_argument("--heatmaps", default=None, metavar="DIR",
+                   help="with --coords-key: also draw each bag's patches where they lie, coloured by evidence "
+                   "on one scale for all bags (the --top ones dotted), as DIR/<bag>.png")
     p.add_argument("--out", default=None,
                    help="CSV: bag, instance, evidence, rank (1 = most evidence for the positive class; default: "
                    "standard output)")

@@ -214,6 +214,46 @@ def test_explain_writes_the_patch_coordinates_of_h5_bags(tmp_path, capsys):
     assert "a .npy file holds the features only" in capsys.readouterr().err
 
 
+def test_explain_draws_a_heatmap_per_slide(tmp_path, capsys):
+    pytest.importorskip("h5py")
+    from minitorch_proto.data.disk import DiskBagDataset, write_bag_folder
+
+    bags, y = make_concept_bags(n_bags=16, seed=6)
+    coords = [np.column_stack([np.arange(len(b)) % 4 * 256, np.arange(len(b)) // 4 * 256]) for b in bags]
+    ids = [f"slide{i}" for i in range(16)]
+    folder = tmp_path / "slides"
+    labels = write_bag_folder(folder, bags, y, ids, fmt="h5", instance_arrays={"coords": coords})
+    pt = write_bag_folder(tmp_path / "pt", bags, y, ids, fmt="pt", instance_arrays={"coords": coords})
+    for data in (DiskBagDataset(folder, labels), DiskBagDataset(tmp_path / "pt", pt)):  # what the writer stored
+        np.testing.assert_array_equal(data.instance_array(3, "coords"), coords[3])
+        np.testing.assert_allclose(data[3], bags[3].astype(np.float32))
+    with pytest.raises(ValueError, match="fmt='h5' or 'pt'"):
+        write_bag_folder(tmp_path / "npy", bags, y, fmt="npy", instance_arrays={"coords": coords})
+    with pytest.raises(ValueError, match="a row per instance"):
+        write_bag_folder(tmp_path / "bad", bags, y, fmt="h5", instance_arrays={"coords": coords[:-1]})
+    model = tmp_path / "m.safetensors"
+    assert main(["train", "--bags-dir", str(folder), "--recommended", "--prototypes", "6", "--device", "cpu",
+                 "--out", str(model)]) == 0
+    explain = ["explain", "--model", str(model), "--bags-dir", str(folder), "--coords-key", "coords", "--top", "2"]
+    maps, plain, drawn = tmp_path / "maps", tmp_path / "plain.csv", tmp_path / "drawn.csv"
+    assert main([*explain, "--out", str(plain)]) == 0
+    assert main([*explain, "--heatmaps", str(maps), "--out", str(drawn)]) == 0
+    assert "wrote 16 heatmaps" in capsys.readouterr().out
+    pd.testing.assert_frame_equal(pd.read_csv(drawn), pd.read_csv(plain))  # the table is the same with maps
+    for bag in ids:
+        assert (maps / f"{bag}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # Bad requests fail before any work, and leave no folder behind.
+    assert main(["explain", "--model", str(model), "--bags-dir", str(folder), "--heatmaps", str(tmp_path / "m2")]) == 2
+    assert "--heatmaps needs --coords-key" in capsys.readouterr().err and not (tmp_path / "m2").exists()
+    assert main([*explain, "--heatmaps", str(drawn)]) == 2
+    assert "is a file" in capsys.readouterr().err
+    flat = write_bag_folder(tmp_path / "flat", bags, y, ids, fmt="h5",
+                            instance_arrays={"coords": [c[:, 0] for c in coords]})
+    assert main(["explain", "--model", str(model), "--bags-dir", str(tmp_path / "flat"), "--labels", str(flat),
+                 "--coords-key", "coords", "--heatmaps", str(tmp_path / "m3")]) == 2
+    assert "two coordinates per patch" in capsys.readouterr().err and not (tmp_path / "m3").exists()
+
+
 def test_cv_command_on_a_users_csv(tmp_path, capsys):
     bags, y = make_concept_bags(n_bags=20, seed=0)
     rows = [dict(bag=i, label=int(y[i]), a=inst[0], b=inst[1], c=inst[2], d=inst[3])

@@ -214,3 +214,35 @@ def test_prototype_trajectories(tmp_path):
     np.testing.assert_allclose(paths[0].get_xdata(), [0.0, 0.1, 0.2, 0.3, 0.4])
     with pytest.raises(ValueError):
         plots.plot_prototype_trajectories([np.zeros((2, 3))], data.bags, data.y)
+
+
+def test_evidence_map_draws_each_patch_where_it_lies_in_its_colour(tmp_path):
+    xs, ys = np.meshgrid([0, 10, 20], [100, 110, 120])
+    coords = np.c_[xs.ravel(), ys.ravel()]
+    evidence = np.linspace(-1.0, 0.5, 9)
+    evidence[4] = np.nan
+    outline = np.zeros(9, dtype=bool)
+    outline[[1, 2]] = True
+    fig = plots.plot_evidence_map(coords, evidence, outline=outline, top=2, title="slide")
+    _save(fig, tmp_path, "evidence_map")
+    ax = fig.axes[0]
+    boxes, edges = ax.collections[:2]
+    # Patch size: the grid step; each square at its top-left corner.
+    corners = [p.get_extents() for p in boxes.get_paths()]
+    np.testing.assert_allclose([[b.x0, b.y0, b.width] for b in corners], np.c_[coords, np.full(9, 10)])
+    colours = boxes.get_facecolors()
+    cmap = boxes.get_cmap()
+    np.testing.assert_allclose(colours[0], cmap(0.0))  # -1 = -limit: the bluest
+    np.testing.assert_allclose(colours[8], cmap(0.75))  # 0.5 on a scale of +-1
+    np.testing.assert_allclose(colours[4][:3], [0.8] * 3)  # NaN: grey
+    assert len(edges.get_paths()) == 2
+    dots = ax.lines[0].get_xydata()
+    np.testing.assert_allclose(dots, [[25, 125], [15, 125]])  # the two largest (patches 8 and 7), at their centres
+    assert ax.get_ylim()[0] > ax.get_ylim()[1]  # slide coordinates: y grows downwards
+    assert len(fig.axes) == 2 and "evidence" in fig.axes[1].get_ylabel()  # the colour bar
+    one = plots.plot_evidence_map(coords[:1], [0.3], colorbar=False)
+    assert len(one.axes) == 1 and one.axes[0].collections[0].get_paths()[0].get_extents().width == 1
+    with pytest.raises(ValueError, match="shape"):
+        plots.plot_evidence_map(coords[:, :1], evidence)
+    with pytest.raises(ValueError, match="outline"):
+        plots.plot_evidence_map(coords, evidence, outline=outline[:3])

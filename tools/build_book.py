@@ -53,7 +53,7 @@ QUICK_PARAMETERS: dict[str, dict] = {
     "05_mnist_prototypes": {"targets": [9], "n_train_bags": 40, "n_test_bags": 20, "epochs": 3, "sweep_seeds": [0, 1]},
     "06_mil_unit_tests": {"quick": True, "n_train": 60, "n_test": 60},
     "07_your_own_data": {"n_bags": 60, "repeats": 1, "folds": 3, "epochs": 5,
-                         "pathology_methods": ["prototype-recommended", "miles"], "pathology_folds": 3},
+                         "pathology_methods": ["prototype-recommended", "miles"], "pathology_folds": 3, "slide_count": 36},
     "08_making_prototypes_predictive": {"datasets": ["musk1"], "repeats": 1, "steps": ["paper", "+ rates"]},
 }
 

@@ -12,6 +12,7 @@ module                what it holds
 ``unit_test_table``   the MIL algorithmic unit tests run for every model of the package
 ``toy_snapshots``     prototypes recorded while a model trains on toy bags
 ``pathology_page``    registered methods on the UCSB breast-cancer bags (the own-data page)
+``slide_maps``        toy whole slides and evidence heatmaps (the own-data page)
 ``fitting``           what those drivers share (a fit with a per-epoch callback, the objective)
 ``verdicts``          short verdicts written from a page's measured numbers; ``book_glue``
 ``frozen``            frozen result tables shipped in ``frozen_tables/``, with provenance
@@ -24,12 +25,14 @@ estimators), so notebooks stay short and the logic stays testable.
 from __future__ import annotations
 
 # Each module's __all__ is the one list of its public names; the package re-exports them.
-from . import fitting, frozen, mnist_prototypes, pathology_page, ranking, toy_snapshots, unit_test_table, verdicts
+from . import (fitting, frozen, mnist_prototypes, pathology_page, ranking, slide_maps, toy_snapshots, unit_test_table,
+               verdicts)
 from .fitting import *  # noqa: F403
 from .frozen import *  # noqa: F403
 from .mnist_prototypes import *  # noqa: F403
 from .pathology_page import *  # noqa: F403
 from .ranking import *  # noqa: F403
+from .slide_maps import *  # noqa: F403
 from .toy_snapshots import *  # noqa: F403
 from .unit_test_table import *  # noqa: F403
 from .verdicts import *  # noqa: F403
@@ -43,4 +46,5 @@ __all__ = [
     *frozen.__all__,
     *pathology_page.__all__,
     *ranking.__all__,
+    *slide_maps.__all__,
 ]

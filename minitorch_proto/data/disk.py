@@ -553,6 +553,7 @@ def write_bag_folder(
     label_col: str = "label",
     key: str = "features",
     dtype=np.float32,
+    instance_arrays: dict[str, Sequence[np.ndarray]] | None = None,
 ) -> Path:
     """Write bags one file per bag plus a labels CSV; return the CSV's path.
 
@@ -565,6 +566,9 @@ def write_bag_folder(
         File type (``.pt`` holds a tensor; ``.h5`` a ``key`` dataset).
     dtype : numpy dtype
         Stored dtype (float32, as slide-processing tools write).
+    instance_arrays : dict of str to sequences of ndarray, optional
+        Per-instance arrays to store beside the features, one per bag with one row per instance,
+        e.g. ``{"coords": ...}`` (``.h5`` datasets; a ``.pt`` file then holds a dict).
     """
     import pandas as pd
 
@@ -577,8 +581,15 @@ def write_bag_folder(
         raise ValueError(f"Got {len(bags)} bags but {len(ids)} bag ids.")
     for bag_id in ids:
         check_bag_id(bag_id, "bag_ids")
-    for bag_id, bag in zip(ids, bags):
+    extra = dict(instance_arrays or {})
+    if extra and fmt == "npy":
+        raise ValueError("instance_arrays need fmt='h5' or 'pt': a .npy file holds one array.")
+    for name, arrays in extra.items():
+        if name == key or len(arrays) != len(bags) or any(len(a) != len(b) for a, b in zip(arrays, bags)):
+            raise ValueError(f"instance_arrays[{name!r}]: one array per bag, a row per instance, not named {key!r}.")
+    for j, (bag_id, bag) in enumerate(zip(ids, bags)):
         arr = np.ascontiguousarray(np.asarray(bag, dtype=dtype))
+        more = {name: np.ascontiguousarray(np.asarray(arrays[j])) for name, arrays in extra.items()}
         path = root / f"{bag_id}.{fmt}"
         if fmt == "npy":
             # np.save appends .npy to names without it: give it an open file instead.
@@ -588,14 +599,16 @@ def write_bag_folder(
         elif fmt == "pt":
             import torch
 
-            def write(tmp, arr=arr):
-                torch.save(torch.from_numpy(arr), tmp)
+            def write(tmp, arr=arr, more=more):
+                tensors = {name: torch.from_numpy(a) for name, a in {key: arr, **more}.items()}
+                torch.save(tensors if more else tensors[key], tmp)
         else:
             import h5py
 
-            def write(tmp, arr=arr):
+            def write(tmp, arr=arr, more=more):
                 with h5py.File(tmp, "w") as fh:
-                    fh.create_dataset(key, data=arr)
+                    for name, a in {key: arr, **more}.items():
+                        fh.create_dataset(name, data=a)
         _atomic_write(path, write)
     table = {bag_col: ids}
     if y is not None:

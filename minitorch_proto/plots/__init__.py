@@ -11,6 +11,7 @@ Colours: positive bags / positive evidence are red (``C3``), negative ones blue 
 from ._common import NEG_COLOUR, POS_COLOUR, prototypes_in_input_space
 from .prototypes import (
     plot_bag_explanation,
+    plot_evidence_map,
     plot_prototype_images,
     plot_prototype_profiles,
     plot_prototype_trajectories,
@@ -26,6 +27,7 @@ __all__ = [
     "plot_prototype_profiles",
     "plot_toy_spaces",
     "plot_bag_explanation",
+    "plot_evidence_map",
     "plot_training_history",
     "plot_comparison",
     "plot_cv_results",

@@ -1,4 +1,5 @@
-"""Figures of the prototypes themselves: images, profiles, toy spaces, bag explanations, trajectories."""
+"""Figures of the prototypes themselves: images, profiles, toy spaces, bag explanations, evidence maps,
+trajectories."""
 from __future__ import annotations
 
 import textwrap
@@ -343,6 +344,97 @@ def plot_bag_explanation(
             inset.imshow(bag[i].reshape(image_shape), cmap=cmap, interpolation="nearest")
             inset.set_xticks([])
             inset.set_yticks([])
+    return fig
+
+
+# ---------------------------------------------------------------------- evidence map
+def plot_evidence_map(
+    coords: np.ndarray,
+    evidence: np.ndarray,
+    *,
+    patch_size: float | None = None,
+    outline: np.ndarray | None = None,
+    top: int = 0,
+    limit: float | None = None,
+    label: str = "evidence (drop in P(positive) without the patch)",
+    title: str | None = None,
+    ax: Axes | None = None,
+    fig: Figure | None = None,
+    cmap: str = "RdBu_r",
+    colorbar: bool = True,
+) -> Figure:
+    """A slide's patches where they lie, each coloured by its evidence: a heatmap of a prediction.
+
+    Parameters
+    ----------
+    coords : array-like of shape (n_instances, 2)
+        Each patch's top-left corner, x then y, in slide pixels (as CLAM and TRIDENT store
+        ``coords``; ``minitorch-proto explain --coords-key coords`` writes them beside the evidence).
+    evidence : array-like of shape (n_instances,)
+        One score per patch, e.g. :func:`~minitorch_proto.evaluation.evidence_table`'s column;
+        positive (red) pushes towards the positive class, negative (blue) away; NaN is grey.
+    patch_size : float, optional
+        Side of a patch in the units of ``coords``; default: the grid step, the smallest positive
+        gap between two x or two y coordinates (1 for a single patch).
+    outline : array-like of bool, shape (n_instances,), optional
+        Patches to outline in black, such as an annotated tumour region.
+    top : int, default=0
+        Mark the ``top`` patches of most evidence with a dot.
+    limit : float, optional
+        The colour scale runs from ``-limit`` to ``limit`` (default: the largest absolute evidence),
+        so that white is always zero; pass one limit to compare slides.
+    label, title : str
+        Colour bar label and axes title.
+    ax, fig : optional
+        Where to draw.
+    cmap : str, default="RdBu_r"
+        A diverging colour map.
+    colorbar : bool, default=True
+        Draw the colour bar (one is enough for several maps on one ``limit``).
+
+    Returns
+    -------
+    Figure
+    """
+    from matplotlib import colormaps
+    from matplotlib.collections import PatchCollection
+    from matplotlib.colors import Normalize
+    from matplotlib.patches import Rectangle
+
+    xy = np.asarray(coords, dtype=float)
+    ev = np.asarray(evidence, dtype=float).reshape(-1)
+    if xy.ndim != 2 or xy.shape[1] != 2 or len(xy) != len(ev) or not len(ev):
+        raise ValueError(f"coords must have shape (n, 2) and evidence (n,), n >= 1; got {xy.shape} and {ev.shape}.")
+    if patch_size is None:
+        gaps = [np.diff(np.unique(xy[:, k])) for k in (0, 1)]
+        gaps = np.concatenate([g[g > 0] for g in gaps])
+        patch_size = float(gaps.min()) if len(gaps) else 1.0
+    finite = ev[np.isfinite(ev)]
+    limit = float(limit) if limit is not None else float(np.abs(finite).max()) if len(finite) else 1.0
+    norm = Normalize(-(limit or 1.0), limit or 1.0)
+    fig, ax = _single_axes(ax, fig, (5.5, 4.5))
+    boxes = PatchCollection([Rectangle((x, y), patch_size, patch_size) for x, y in xy],
+                            cmap=colormaps[cmap].with_extremes(bad="0.8"), norm=norm)
+    boxes.set_array(np.ma.masked_invalid(ev))
+    ax.add_collection(boxes)
+    if outline is not None:
+        mask = np.asarray(outline, dtype=bool).reshape(-1)
+        if len(mask) != len(ev):
+            raise ValueError(f"outline has {len(mask)} entries for {len(ev)} patches.")
+        ax.add_collection(PatchCollection([Rectangle((x, y), patch_size, patch_size) for x, y in xy[mask]],
+                                          facecolor="none", edgecolor="k", linewidth=0.8))
+    if top:
+        best = np.argsort(np.where(np.isnan(ev), np.inf, -ev), kind="stable")[: int(top)]  # NaN last
+        ax.plot(xy[best, 0] + patch_size / 2, xy[best, 1] + patch_size / 2, "o", color="gold", mec="k", ms=5)
+    ax.set_xlim(xy[:, 0].min(), xy[:, 0].max() + patch_size)
+    ax.set_ylim(xy[:, 1].max() + patch_size, xy[:, 1].min())  # image coordinates: y grows downwards
+    ax.set_aspect("equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if title:
+        ax.set_title(title, fontsize=9)
+    if colorbar:
+        fig.colorbar(boxes, ax=ax, shrink=0.8).set_label(label, fontsize=8)
     return fig
 
 
