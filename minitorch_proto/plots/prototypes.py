@@ -397,9 +397,8 @@ def plot_evidence_map(
     Figure
     """
     from matplotlib import colormaps
-    from matplotlib.collections import PatchCollection
+    from matplotlib.collections import PolyCollection
     from matplotlib.colors import Normalize
-    from matplotlib.patches import Rectangle
 
     xy = np.asarray(coords, dtype=float)
     ev = np.asarray(evidence, dtype=float).reshape(-1)
@@ -413,16 +412,17 @@ def plot_evidence_map(
     limit = float(limit) if limit is not None else float(np.abs(finite).max()) if len(finite) else 1.0
     norm = Normalize(-(limit or 1.0), limit or 1.0)
     fig, ax = _single_axes(ax, fig, (5.5, 4.5))
-    boxes = PatchCollection([Rectangle((x, y), patch_size, patch_size) for x, y in xy],
-                            cmap=colormaps[cmap].with_extremes(bad="0.8"), norm=norm)
+    # One array of squares, not a Rectangle object per patch: a slide has tens of thousands of patches.
+    square = np.array([[0, 0], [1, 0], [1, 1], [0, 1]], dtype=float) * patch_size
+    corners = xy[:, None, :] + square
+    boxes = PolyCollection(corners, cmap=colormaps[cmap].with_extremes(bad="0.8"), norm=norm)
     boxes.set_array(np.ma.masked_invalid(ev))
     ax.add_collection(boxes)
     if outline is not None:
         mask = np.asarray(outline, dtype=bool).reshape(-1)
         if len(mask) != len(ev):
             raise ValueError(f"outline has {len(mask)} entries for {len(ev)} patches.")
-        ax.add_collection(PatchCollection([Rectangle((x, y), patch_size, patch_size) for x, y in xy[mask]],
-                                          facecolor="none", edgecolor="k", linewidth=0.8))
+        ax.add_collection(PolyCollection(corners[mask], facecolor="none", edgecolor="k", linewidth=0.8))
     if top:
         best = np.argsort(np.where(np.isnan(ev), np.inf, -ev), kind="stable")[: int(top)]  # NaN last
         ax.plot(xy[best, 0] + patch_size / 2, xy[best, 1] + patch_size / 2, "o", color="gold", mec="k", ms=5)
