@@ -363,10 +363,13 @@ def _removed_pooled(dist: np.ndarray, pooling: Sequence[str]) -> np.ndarray:
         if how == "mean":
             out.append((dist.sum(axis=0)[None, :] - dist) / (K - 1))
             continue
-        order = np.argsort(dist if how == "min" else -dist, axis=0, kind="stable")[:2]  # best, second best
-        best, second = dist[order[0], cols], dist[order[1], cols]
-        is_best = np.arange(K)[:, None] == order[0][None, :]
-        out.append(np.where(is_best, second[None, :], best[None, :]))
+        # The best instance per prototype (first of ties) and the best value among the others: two passes
+        # over the bag, where sorting it would cost K log K per prototype.
+        first = np.argmin(dist, axis=0) if how == "min" else np.argmax(dist, axis=0)
+        is_best = np.arange(K)[:, None] == first[None, :]
+        rest = np.where(is_best, np.inf if how == "min" else -np.inf, dist)
+        second = rest.min(axis=0) if how == "min" else rest.max(axis=0)
+        out.append(np.where(is_best, second[None, :], dist[first, cols][None, :]))
     return np.concatenate(out, axis=1)
 
 
