@@ -31,3 +31,19 @@ def test_the_evidence_finds_the_tumour_of_held_out_slides(tmp_path):
     assert len(fig.axes) == 4  # three maps and one colour bar
     titles = [ax.get_title() for ax in fig.axes[:3]]
     assert ["tumour outlined" in t for t in titles] == [True, True, False]  # two positives, then a negative
+
+
+def test_the_folder_benchmark_runs_and_reports_every_step(capsys):
+    # benchmarks/bench_folder_explain.py: tiny shapes, only that it runs and reports what it says.
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    pytest.importorskip("h5py")
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_folder_explain.py"
+    spec = importlib.util.spec_from_file_location("bench_folder_explain", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.main(["--bags", "10", "--grid", "4", "--features", "8"])
+    assert set(result["seconds"]) == {"predict", "explain", "draw"} and result["instances_per_bag"] == 16
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == result
