@@ -78,8 +78,9 @@ def slide_evidence_demo(out_dir: str | Path, n_slides: int = 60, *, test_size: f
     dict
         ``slides`` (:class:`ToySlides`), ``test`` (positions of the held-out slides), ``model``,
         ``table`` (the held-out slides' evidence, :func:`evidence_table`'s columns plus ``tumour``),
-        ``bag_auc`` (AUC of the held-out slides' predictions) and ``evidence_auc`` (how well the
-        evidence ranks tumour patches above the others, pooled over the held-out positive slides).
+        ``proba`` (each held-out slide's positive probability, by position), ``bag_auc`` (their AUC)
+        and ``evidence_auc`` (how well the evidence ranks tumour patches above the others, pooled
+        over the held-out positive slides).
     """
     slides = make_toy_slides(n_slides, random_state=random_state)
     labels = write_bag_folder(out_dir, slides.bags, slides.y, slides.ids, fmt="h5",
@@ -95,12 +96,14 @@ def slide_evidence_demo(out_dir: str | Path, n_slides: int = 60, *, test_size: f
     where = {slides.ids[i]: i for i in test}
     table["tumour"] = [bool(slides.tumour[where[b]][k]) for b, k in zip(table["bag"], table["instance"])]
     positive = table["bag"].map(lambda b: slides.y[where[b]] == 1)
+    proba = model.predict_proba(held_out)[:, 1]
     return {
         "slides": slides,
         "test": test,
         "model": model,
         "table": table,
-        "bag_auc": float(roc_auc_score(slides.y[test], model.predict_proba(held_out)[:, 1])),
+        "proba": dict(zip(test.tolist(), proba.tolist())),
+        "bag_auc": float(roc_auc_score(slides.y[test], proba)),
         "evidence_auc": float(roc_auc_score(table.loc[positive, "tumour"], table.loc[positive, "evidence"])),
     }
 
@@ -118,11 +121,8 @@ def plot_slide_maps(demo: dict, n: int = 4) -> Figure:
         truth = "tumour outlined" if slides.y[i] else "no tumour"
         plot_evidence_map(slides.coords[i], rows["evidence"].to_numpy(), outline=slides.tumour[i], top=3,
                           limit=limit, ax=ax, colorbar=False,
-                          title=f"{slides.ids[i]} ({truth})\nP(positive) {_proba(demo, i):.2f}")
+                          title=f"{slides.ids[i]} ({truth})\nP(positive) {demo['proba'][i]:.2f}")
     bar = fig.colorbar(axes[-1].collections[0], ax=axes, shrink=0.6)
     bar.set_label("evidence (drop in P(positive) without the patch)")
     return fig
 
-
-def _proba(demo: dict, i: int) -> float:
-    return float(demo["model"].predict_proba([demo["slides"].bags[i]])[0, 1])
