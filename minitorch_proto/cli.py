@@ -409,8 +409,12 @@ def _write_heatmaps(args, maps: Path, data, table: pd.DataFrame) -> None:
         for bag, rows in table.groupby("bag", sort=False):
             rows = rows.sort_values("instance")
             xy = data.instance_array(where[bag], args.coords_key)
-            fig = plot_evidence_map(xy.reshape(len(xy), -1)[:, :2], rows["evidence"].to_numpy(), top=args.top or 0,
-                                    limit=limit, label=EVIDENCE_LABELS[args.method], title=f"bag {bag}")
+            try:
+                fig = plot_evidence_map(xy.reshape(len(xy), -1)[:, :2], rows["evidence"].to_numpy(),
+                                        top=args.top or 0, limit=limit, label=EVIDENCE_LABELS[args.method],
+                                        title=f"bag {bag}")
+            except ValueError as exc:  # e.g. NaN coordinates: say which bag's file holds them
+                raise ValueError(f"--heatmaps: bag {bag!r}: {exc}") from None
             fig.savefig(stage / f"{bag}.png", dpi=110)
     # Standard output may be carrying the CSV (no --out): the note then goes to standard error.
     print(f"wrote {table['bag'].nunique()} heatmaps to {maps}", file=sys.stdout if args.out else sys.stderr)

@@ -252,6 +252,14 @@ def test_explain_draws_a_heatmap_per_slide(tmp_path, capsys):
     assert main(["explain", "--model", str(model), "--bags-dir", str(tmp_path / "flat"), "--labels", str(flat),
                  "--coords-key", "coords", "--heatmaps", str(tmp_path / "m3")]) == 2
     assert "two coordinates per patch" in capsys.readouterr().err and not (tmp_path / "m3").exists()
+    holes = [c.astype(float) for c in coords]
+    holes[9][2, 0] = np.nan
+    nan = write_bag_folder(tmp_path / "nan", bags, y, ids, fmt="h5", instance_arrays={"coords": holes})
+    assert main(["explain", "--model", str(model), "--bags-dir", str(tmp_path / "nan"), "--labels", str(nan),
+                 "--coords-key", "coords", "--heatmaps", str(tmp_path / "m4")]) == 2
+    err = capsys.readouterr().err
+    assert "'slide9'" in err and "NaN" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "m4").exists() and not list(tmp_path.glob(".m4*"))  # nothing half-written
 
 
 def test_cv_command_on_a_users_csv(tmp_path, capsys):

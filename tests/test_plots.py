@@ -244,5 +244,9 @@ def test_evidence_map_draws_each_patch_where_it_lies_in_its_colour(tmp_path):
     assert len(one.axes) == 1 and one.axes[0].collections[0].get_paths()[0].get_extents().width == 1
     with pytest.raises(ValueError, match="shape"):
         plots.plot_evidence_map(coords[:, :1], evidence)
+    bad = coords.astype(float)
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="patch 3"):
+        plots.plot_evidence_map(bad, evidence)
     with pytest.raises(ValueError, match="outline"):
         plots.plot_evidence_map(coords, evidence, outline=outline[:3])

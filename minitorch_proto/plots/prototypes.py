@@ -404,6 +404,8 @@ def plot_evidence_map(
     ev = np.asarray(evidence, dtype=float).reshape(-1)
     if xy.ndim != 2 or xy.shape[1] != 2 or len(xy) != len(ev) or not len(ev):
         raise ValueError(f"coords must have shape (n, 2) and evidence (n,), n >= 1; got {xy.shape} and {ev.shape}.")
+    if not np.isfinite(xy).all():
+        raise ValueError(f"coords hold NaN or infinite values (patch {int(np.flatnonzero(~np.isfinite(xy))[0] // 2)}).")
     if patch_size is None:
         gaps = [np.diff(np.unique(xy[:, k])) for k in (0, 1)]
         gaps = np.concatenate([g[g > 0] for g in gaps])
