@@ -380,7 +380,8 @@ def cmd_explain(args) -> int:
         if maps and (xy.ndim != 2 or xy.shape[1] < 2):
             raise ValueError(f"--heatmaps needs two coordinates per patch; {args.coords_key!r} has shape {xy.shape}.")
     with naming_bags(data.bag_ids):
-        table = evidence_table(clf, data.bags, data.bag_ids, args.method, top=None if maps else args.top)
+        table = evidence_table(clf, data.bags, data.bag_ids, args.method, top=None if maps else args.top,
+                               progress=sys.stderr.isatty())  # a bar for a person watching, none in logs
         if maps:
             _write_heatmaps(args, maps, data, table)
             table = table[table["rank"] <= args.top].reset_index(drop=True) if args.top else table
@@ -401,12 +402,14 @@ EVIDENCE_LABELS = {"removal": "drop in P(positive) without the patch", "share": 
 def _write_heatmaps(args, maps: Path, data, table: pd.DataFrame) -> None:
     """--heatmaps: one PNG per bag, its patches where they lie, coloured on one scale for every bag."""
     from .plots import plot_evidence_map
+    from .utils import progress_bar
 
     where = {bag: i for i, bag in enumerate(data.bag_ids)}
     finite = table["evidence"].abs().dropna()
     limit = float(finite.max()) if len(finite) else None
+    groups = table.groupby("bag", sort=False)
     with staged_directory(maps) as stage:
-        for bag, rows in table.groupby("bag", sort=False):
+        for bag, rows in progress_bar(groups, sys.stderr.isatty(), "drawing maps", total=groups.ngroups, unit="map"):
             rows = rows.sort_values("instance")
             xy = data.instance_array(where[bag], args.coords_key)
             try:

@@ -3,6 +3,7 @@ and the orchestration in minitorch_proto.book."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -618,7 +619,7 @@ def test_an_ensembles_evidence_is_the_mean_of_its_members(data):
     assert index == int(np.argmin(flat)) and coef == pytest.approx(flat.min()) and len(near) == 3
 
 
-def test_evidence_table_ranks_each_bags_instances_and_puts_nan_last(fitted_poolings, data):
+def test_evidence_table_ranks_each_bags_instances_and_puts_nan_last(fitted_poolings, data, capsys):
     from minitorch_proto.evaluation.evidence import evidence_table
 
     bags, _ = data
@@ -632,6 +633,9 @@ def test_evidence_table_ranks_each_bags_instances_and_puts_nan_last(fitted_pooli
         np.testing.assert_array_equal(rows.evidence, scores[rows.instance])
         assert list(rows["rank"]) == list(range(1, len(bag) + 1)) and rows.evidence.is_monotonic_decreasing
     assert np.isnan(table[table.bag == "b"].evidence).all()
+    with_bar = evidence_table(clf, some, ["a", "b", "c"], progress=True)
+    pd.testing.assert_frame_equal(with_bar, table)
+    assert "explaining bags" in capsys.readouterr().err  # the bar (tqdm writes to standard error)
     with_empty = evidence_table(clf, some, ["a", "b", "c"], empty_probability=0.5)
     assert np.isfinite(with_empty.evidence).all()
     top = evidence_table(clf, some, top=2, method="shapley", reference=bags)

@@ -77,6 +77,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from ..utils import progress_bar
 from .explain import _distances, _require_binary, _similarity, _standardised, ensemble_members, explain_bag
 from .metrics import binary_auc
 
@@ -541,7 +542,8 @@ def evidence_auc(
 
 def evidence_table(clf: Any, bags: Sequence[np.ndarray], bag_ids: Sequence | None = None,
                    method: str = "removal", *, reference: np.ndarray | Sequence[np.ndarray] | None = None,
-                   top: int | None = None, empty_probability: float | None = None) -> pd.DataFrame:
+                   top: int | None = None, empty_probability: float | None = None,
+                   progress: bool = False) -> pd.DataFrame:
     """Every instance's evidence, bag by bag: which instances (patches, images) drive each prediction.
 
     Parameters
@@ -559,6 +561,8 @@ def evidence_table(clf: Any, bags: Sequence[np.ndarray], bag_ids: Sequence | Non
         Keep only the ``top`` instances of largest evidence in each bag.
     empty_probability : float, optional
         For ``"removal"`` (one-instance bags, whose evidence is otherwise NaN).
+    progress : bool, default=False
+        A progress bar over the bags (a folder of slides takes minutes).
 
     Returns
     -------
@@ -577,7 +581,7 @@ def evidence_table(clf: Any, bags: Sequence[np.ndarray], bag_ids: Sequence | Non
     if method in ("reference", "shapley"):
         reference = _reference_vector(clf, reference)
     frames = []
-    for i, bag_id in enumerate(ids):
+    for i, bag_id in enumerate(progress_bar(ids, progress, "explaining bags", unit="bag")):
         try:
             s = instance_scores(clf, bags[i], method, reference=reference, empty_probability=empty_probability)
         except ValueError as exc:  # scored one bag at a time: name the bag by its place in ``bags``
