@@ -216,6 +216,18 @@ def test_math_is_served_from_the_book_itself(site):
         assert not remote, f"{page.relative_to(site)} loads remote resources: {remote}"
 
 
+def test_command_line_flags_keep_their_two_hyphens(site):
+    """Sphinx's smart quotes would print "reproduce --methods all" as "reproduce –methods all"."""
+    mangled = {}
+    for page in site.rglob("*.html"):
+        text = re.sub(r"<[^>]+>", " ", page.read_text())
+        found = re.findall(r"\s[\u2013\u2014][a-z][a-z-]+", text)
+        if found:
+            mangled[str(page.relative_to(site))] = sorted(set(found))[:5]
+    assert not mangled, mangled
+    assert "reproduce --methods all" in (site / "book" / "results.html").read_text()
+
+
 def test_the_book_stylesheet_is_linked(site):
     """_static/book.css (tables scroll in their own box) is part of every page."""
     assert (site / "_static" / "book.css").is_file()
