@@ -293,7 +293,7 @@ def cmd_cv(args) -> int:
     evaluations = ("final", "test_selected") if args.compat == "official" else ("final",)
     with naming_bags(data.bag_ids):
         task = CVTask(data.name, data.bags, y, folds, mconf, tconf, std)
-        res = evaluate_tasks([task], evaluations=evaluations, device=args.device, progress=True,
+        res = evaluate_tasks([task], evaluations=evaluations, device=args.device, progress=not args.quiet,
                              backend=args.backend)
     summ = summarize(res)
     print(summ.to_string(index=False))
@@ -493,6 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--folds", type=int, default=10)
     p.add_argument("--out", default=None, help="CSV of per-fold results")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_cv)
 
     p = sub.add_parser("train", help="fit one model on a whole data set and save it")

@@ -269,9 +269,13 @@ def test_cv_command_on_a_users_csv(tmp_path, capsys):
     csv = tmp_path / "mine.csv"
     pd.DataFrame(rows).to_csv(csv, index=False)
     out = tmp_path / "cv.csv"
-    assert main(["cv", "--csv", str(csv), "--repeats", "1", "--folds", "2", "--epochs", "2", "--out", str(out),
-                 "--device", "cpu"]) == 0
+    cv = ["cv", "--csv", str(csv), "--repeats", "1", "--folds", "2", "--epochs", "2", "--out", str(out),
+          "--device", "cpu"]
+    assert main(cv) == 0
     assert len(pd.read_csv(out)) == 2
+    assert capsys.readouterr().err.strip()  # the progress bar
+    assert main([*cv, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""  # none, as with reproduce --quiet and compare --quiet
 
 
 # --------------------------------------------------------------------------- #
