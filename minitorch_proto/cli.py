@@ -162,7 +162,7 @@ def _estimator_from(args, dataset_name: str):
     from .estimator import PrototypeMILClassifier
 
     common = dict(
-        device=args.device, backend=args.backend, random_state=args.seed, verbose=True,
+        device=args.device, backend=args.backend, random_state=args.seed, verbose=not getattr(args, "quiet", False),
         **({"chunk_size": args.chunk_size} if getattr(args, "chunk_size", None) else {}),
         autocast=None if getattr(args, "autocast", "none") == "none" else args.autocast,
     )
@@ -515,6 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instances compared with the prototypes at a time (65536): bounds peak memory")
     g.add_argument("--autocast", default="none", choices=["none", "bf16"],
                    help="bf16 autocast for the distance products (tensor engine or --stream)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("predict", help="predict bags with a saved model")

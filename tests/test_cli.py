@@ -262,7 +262,7 @@ def test_explain_draws_a_heatmap_per_slide(tmp_path, capsys):
     assert not (tmp_path / "m4").exists() and not list(tmp_path.glob(".m4*"))  # nothing half-written
 
 
-def test_cv_command_on_a_users_csv(tmp_path, capsys):
+def test_cv_and_train_commands_on_a_users_csv_with_and_without_bars(tmp_path, capsys):
     bags, y = make_concept_bags(n_bags=20, seed=0)
     rows = [dict(bag=i, label=int(y[i]), a=inst[0], b=inst[1], c=inst[2], d=inst[3])
             for i, bag in enumerate(bags) for inst in bag]
@@ -276,6 +276,12 @@ def test_cv_command_on_a_users_csv(tmp_path, capsys):
     assert capsys.readouterr().err.strip()  # the progress bar
     assert main([*cv, "--quiet"]) == 0
     assert capsys.readouterr().err == ""  # none, as with reproduce --quiet and compare --quiet
+    from minitorch_proto.estimator import load_model
+
+    train = ["train", "--csv", str(csv), "--epochs", "2", "--device", "cpu", "--out", str(tmp_path / "m.safetensors")]
+    assert main(train) == 0 and capsys.readouterr().err.strip()
+    assert main([*train, "--quiet"]) == 0 and capsys.readouterr().err == ""
+    assert load_model(tmp_path / "m.safetensors").get_params()["verbose"] is False
 
 
 # --------------------------------------------------------------------------- #
