@@ -64,8 +64,9 @@ def test_ensemble_reads_a_bag_folder_once_for_all_members(ensemble, tmp_path, mo
     bags = [b.astype(np.float32) for b in bags]  # what the folder holds
     read = []
     original = DiskBagDataset.rows
-    monkeypatch.setattr(DiskBagDataset, "rows", lambda self, i, a, b: read.append(self._files[i].path) or original(self, i, a, b))
-    clf.set_params(chunk_size=50)  # several groups of bags, each read once
+    monkeypatch.setattr(DiskBagDataset, "rows",
+                        lambda self, i, a, b: read.append(self._files[i].path) or original(self, i, a, b))
+    monkeypatch.setattr(clf, "chunk_size", 50)  # several groups of bags, each read once (restored afterwards)
     p = clf.predict_proba(folder)
     assert len(read) == len(set(read)) == len(bags)
     np.testing.assert_allclose(p, clf.predict_proba(bags), atol=1e-6)  # groups of bags: other BLAS blocking
@@ -73,4 +74,3 @@ def test_ensemble_reads_a_bag_folder_once_for_all_members(ensemble, tmp_path, mo
     np.testing.assert_array_equal(clf.predict_proba(bags), np.mean([m.predict_proba(bags) for m in members], axis=0))
     np.testing.assert_array_equal(clf.transform(bags), np.hstack([m.transform(bags) for m in members]))
     np.testing.assert_allclose(clf.transform(folder), clf.transform(bags), atol=1e-5)
-    clf.set_params(chunk_size=65_536)
