@@ -8,6 +8,7 @@ checked first; 1 any other failure (a download that failed, a full disk).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -380,18 +381,11 @@ def cmd_explain(args) -> int:
         if maps and (xy.ndim != 2 or xy.shape[1] < 2):
             raise ValueError(f"--heatmaps needs two coordinates per patch; {args.coords_key!r} has shape {xy.shape}.")
     with naming_bags(data.bag_ids):
+        # With --heatmaps every instance's evidence is drawn; the table keeps the --top rows either way.
         table = evidence_table(clf, data.bags, data.bag_ids, args.method, top=None if maps else args.top,
                                progress=sys.stderr.isatty())  # a bar for a person watching, none in logs
-        if maps:
-            _write_heatmaps(args, maps, data, table)
-            table = table[table["rank"] <= args.top].reset_index(drop=True) if args.top else table
         if args.coords_key:  # e.g. CLAM's 'coords': where each patch lies on the slide, for heatmaps
-            where = {bag: i for i, bag in enumerate(data.bag_ids)}
-            parts = [(data.instance_array(where[bag], args.coords_key), rows.instance.to_numpy())
-                     for bag, rows in table.groupby("bag", sort=False)]
-            xy = np.concatenate([values[kept].reshape(len(kept), -1) for values, kept in parts])
-            for j in range(xy.shape[1]):
-                table[f"{args.coords_key}_{j}"] = xy[:, j]
+            table = _with_coordinates(args, maps, data, table)
     return _write_table(table, out, f"the evidence of {len(table)} instances of {data.n_bags} bags")
 
 
@@ -399,28 +393,35 @@ EVIDENCE_LABELS = {"removal": "drop in P(positive) without the patch", "share": 
                    "singleton": "logit of the patch alone"}
 
 
-def _write_heatmaps(args, maps: Path, data, table: pd.DataFrame) -> None:
-    """--heatmaps: one PNG per bag, its patches where they lie, coloured on one scale for every bag."""
+def _with_coordinates(args, maps: Path | None, data, table: pd.DataFrame) -> pd.DataFrame:
+    """Each bag's coordinates, read once: added to its --top rows as KEY_0, KEY_1, ..., and with --heatmaps
+    its map drawn (one PNG per bag, its patches where they lie, coloured on one scale for every bag)."""
     from .plots import plot_evidence_map
     from .utils import progress_bar
 
     where = {bag: i for i, bag in enumerate(data.bag_ids)}
     finite = table["evidence"].abs().dropna()
     limit = float(finite.max()) if len(finite) else None
-    groups = table.groupby("bag", sort=False)
-    with staged_directory(maps) as stage:
-        for bag, rows in progress_bar(groups, sys.stderr.isatty(), "drawing maps", total=groups.ngroups, unit="map"):
-            rows = rows.sort_values("instance")
+    groups, kept = table.groupby("bag", sort=False), []
+    with staged_directory(maps) if maps else contextlib.nullcontext() as stage:
+        for bag, rows in progress_bar(groups, maps is not None and sys.stderr.isatty(), "drawing maps",
+                                      total=groups.ngroups, unit="map"):
             xy = data.instance_array(where[bag], args.coords_key)
-            try:
-                fig = plot_evidence_map(xy.reshape(len(xy), -1)[:, :2], rows["evidence"].to_numpy(),
-                                        top=args.top or 0, limit=limit, label=EVIDENCE_LABELS[args.method],
-                                        title=f"bag {bag}")
-            except ValueError as exc:  # e.g. NaN coordinates: say which bag's file holds them
-                raise ValueError(f"--heatmaps: bag {bag!r}: {exc}") from None
-            fig.savefig(stage / f"{bag}.png", dpi=110)
-    # Standard output may be carrying the CSV (no --out): the note then goes to standard error.
-    print(f"wrote {table['bag'].nunique()} heatmaps to {maps}", file=sys.stdout if args.out else sys.stderr)
+            xy = xy.reshape(len(xy), -1)
+            if stage is not None:
+                ordered = rows.sort_values("instance")
+                try:
+                    fig = plot_evidence_map(xy[:, :2], ordered["evidence"].to_numpy(), top=args.top or 0, limit=limit,
+                                            label=EVIDENCE_LABELS[args.method], title=f"bag {bag}")
+                except ValueError as exc:  # e.g. NaN coordinates: say which bag's file holds them
+                    raise ValueError(f"--heatmaps: bag {bag!r}: {exc}") from None
+                fig.savefig(stage / f"{bag}.png", dpi=110)
+            rows = rows[rows["rank"] <= args.top] if args.top else rows
+            at = xy[rows["instance"].to_numpy()]
+            kept.append(rows.assign(**{f"{args.coords_key}_{j}": at[:, j] for j in range(at.shape[1])}))
+    if maps:  # standard output may be carrying the CSV (no --out): the note then goes to standard error
+        print(f"wrote {groups.ngroups} heatmaps to {maps}", file=sys.stdout if args.out else sys.stderr)
+    return pd.concat(kept, ignore_index=True)
 
 
 def cmd_datasets(args) -> int:

@@ -12,7 +12,7 @@ import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 
 from .bags import StackedInstances, bag_groups, shared_pool
-from .model import PrototypeMIL, PrototypeMILConfig, class_probabilities, head_logits
+from .model import PrototypeMIL, PrototypeMILConfig, head_logits, mean_class_probabilities
 from .convex_head import RECOMMENDED, HeadWorkers, check_head_options, check_head_threshold, refit_members
 from .preprocessing import BagStandardizer
 from .estimator_files import load_estimator, save_estimator
@@ -560,14 +560,14 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Class probabilities, shape (n_bags, n_classes), columns in ``classes_`` order (members averaged)."""
-        return np.mean([class_probabilities(one.double()).numpy() for one in self._logits(bags)], axis=0)
+        return mean_class_probabilities(self._logits(bags))
 
     def decision_function(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Logit of the positive class (two classes) or the logits (n_bags, C); for an ensemble, the log-odds
         (two classes) or the log of the averaged probabilities."""
         logits = self._logits(bags)
         if len(logits) > 1:
-            p = np.clip(np.mean([class_probabilities(one.double()).numpy() for one in logits], axis=0), 1e-300, 1.0)
+            p = np.clip(mean_class_probabilities(logits), 1e-300, 1.0)
             return np.log(p[:, 1]) - np.log(p[:, 0]) if p.shape[1] == 2 else np.log(p)
         logits = logits[0].double().numpy()
         return logits[:, 0] if logits.shape[1] == 1 else logits

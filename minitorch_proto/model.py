@@ -335,6 +335,11 @@ def class_probabilities(logits):
     return torch.softmax(logits, dim=-1)
 
 
+def mean_class_probabilities(member_logits) -> np.ndarray:
+    """An ensemble's prediction: its members' class probabilities (from each one's logits) averaged, in float64."""
+    return np.mean([class_probabilities(one.double()).numpy() for one in member_logits], axis=0)
+
+
 def cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Per-bag cross-entropy; one logit column means a sigmoid, several a softmax."""
     if logits.shape[-1] == 1:
