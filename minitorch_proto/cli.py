@@ -48,8 +48,8 @@ def _add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
                        "(refused by default: a shared folder could otherwise point the tool at any of your files)")
         p.add_argument("--no-header", action="store_true",
                        help="with --csv: the file has no header row, as in the classic MIL layout (label, bag, "
-                       "features...) of the five benchmarks; columns are then numbered from 0, and --bag-col and "
-                       "--label-col default to 1 and 0")
+                       "features...) of the five benchmarks; columns are then numbered from 0, --bag-col and "
+                       "--label-col default to 1 and 0, and a model's features are the other columns in order")
         p.add_argument("--bag-col", default=None, help="bag-id column of --csv or --labels (default: bag; 1 with "
                        "--no-header)")
         p.add_argument("--label-col", default=None, help="label column of --csv or --labels (default: label; 0 "

@@ -41,7 +41,9 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
 
     With ``labels=False`` (predict) a CSV may lack the label column. With
     ``feature_names`` (a model's), the CSV's feature columns are matched by name:
-    any order works; a missing or an extra column is an error.
+    any order works; a missing or an extra column is an error. A file without a header
+    (``--no-header``) has no names: its feature columns are the model's in order, and the
+    column count is checked instead.
     """
     from .data import from_dataframe
     from .data.readers import _shown
@@ -80,6 +82,8 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         raise ValueError(f"--csv {path} is not a readable CSV: {str(exc).splitlines()[0]}") from None
     columns = [str(c) for c in df.columns]
     df.columns = columns
+    if no_header and feature_names is not None:
+        label_col = _headerless_layout(args, path, len(columns), len(feature_names), labels, label_col)
     if bag_col not in columns:
         hint = "name it with --bag-col"
         if not no_header and _numbers(columns):
@@ -92,7 +96,7 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         # Unlabelled bags, as a user predicts them: a placeholder label keeps one reader for both cases.
         df[label_col] = 0
     others = [c for c in columns if c not in (bag_col, label_col)]
-    if feature_names is not None:
+    if feature_names is not None and not no_header:  # without a header the columns are the model's in order
         # Sets: matching 100,000 columns by name must cost about as much as reading them.
         names = [str(n) for n in feature_names]
         present, wanted = set(others), set(names)
@@ -109,6 +113,31 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
                         where=str(path))
     ds.source = str(path)
     return ds, others
+
+
+def _headerless_layout(args, path: Path, n_columns: int, n_features: int, labels: bool, label_col: str) -> str:
+    """The label column of a headerless file read for a fitted model (a fresh name when the file has none).
+
+    Without names, the column count is the only check: the model's features plus a bag column,
+    plus a label column unless the bags are unlabelled (predict, explain).
+    """
+    if n_columns == n_features + 2:
+        if label_col == (args.bag_col if args.bag_col is not None else "1"):
+            raise ValueError(f"--csv {path}: --bag-col and --label-col both name column {label_col}.")
+        return label_col
+    if n_columns == n_features + 1 and not labels:
+        if args.bag_col is None:
+            raise ValueError(f"--csv {path} has {n_columns} columns: the model's {n_features} features and one "
+                             "more, so no label column; say which column holds the bag ids with --bag-col "
+                             "(0 if it comes first).")
+        if args.label_col is not None:
+            raise ValueError(f"--csv {path} has {n_columns} columns, room for a bag column and the model's "
+                             f"{n_features} features but not for --label-col {args.label_col}.")
+        return "label"  # no column is called that: the bags are unlabelled
+    wanted = f"{n_features + 2} (label, bag and {n_features} features)"
+    if not labels:
+        wanted += f" or {n_features + 1} (bag and features)"
+    raise ValueError(f"--csv {path} has {n_columns} columns; the model needs {wanted}.")
 
 
 def _numbers(names: Sequence[str]) -> bool:

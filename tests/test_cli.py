@@ -106,6 +106,22 @@ def test_a_headerless_csv_in_the_classic_layout(tmp_path, capsys):
     assert main(["explain", "--model", str(model), "--csv", str(csv), "--no-header", "--top", "1",
                  "--out", str(ev)]) == 0
     assert len(pd.read_csv(ev)) == 20
+    # Unlabelled bags in the same layout less its label column: the bag column must be named, the features
+    # are the model's in order, and a wrong column count says what the model needs.
+    unlabelled = tmp_path / "unlabelled.csv"
+    pd.DataFrame([r[1:] for r in rows]).to_csv(unlabelled, index=False, header=False)
+    assert main(["predict", "--model", str(model), "--csv", str(unlabelled), "--no-header", "--out", str(preds)]) == 2
+    assert "no label column; say which column holds the bag ids with --bag-col" in capsys.readouterr().err
+    assert main(["predict", "--model", str(model), "--csv", str(unlabelled), "--no-header", "--bag-col", "0",
+                 "--out", str(preds)]) == 0
+    p = pd.read_csv(preds, dtype={"bag": str})
+    assert list(p.bag) == [str(100 + i) for i in range(20)]
+    np.testing.assert_allclose(p[["proba_0", "proba_1"]].to_numpy(), clf.predict_proba(classic.bags), atol=1e-6)
+    narrow = tmp_path / "narrow.csv"
+    pd.DataFrame([r[:-2] for r in rows]).to_csv(narrow, index=False, header=False)
+    assert main(["predict", "--model", str(model), "--csv", str(narrow), "--no-header", "--out", str(preds)]) == 2
+    width = bags[0].shape[1]
+    assert f"has {width} columns; the model needs {width + 2} (label, bag" in capsys.readouterr().err
     # Columns are numbers without a header; the option describes a CSV only.
     assert main(["train", "--csv", str(csv), "--no-header", "--bag-col", "bag", "--out", str(model)]) == 2
     assert "give a number" in capsys.readouterr().err
