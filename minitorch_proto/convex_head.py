@@ -17,6 +17,7 @@ classifier whose regularisation is chosen rather than guessed:
 """
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections import deque
 from typing import Callable, NamedTuple, Sequence
@@ -283,6 +284,12 @@ def check_head_threshold(threshold: str, n_classes: int | None = None) -> None:
         raise ValueError(f"head_threshold='inner' needs two classes, got {n_classes}.")
 
 
+def check_head_for_classes(threshold: str, class_weight, classes) -> None:
+    """The head settings that depend on ``y``, checked once its classes are known and before any training."""
+    check_head_threshold(threshold, len(classes))
+    check_class_weight(class_weight, classes)
+
+
 class HeadWorkers:
     """Where convex heads are fitted: here, one at a time (``n_jobs=1``), or in ``n_jobs`` worker processes.
 
@@ -357,12 +364,7 @@ def refit_members(models, source, y_enc, classes, seeds, *, push: bool, head: st
     the prototype sources (n_models, D, 2) when pushing, and the chosen strengths and feature sets
     ("all" or "similarity") when refitting the head (else None for each).
     """
-    if isinstance(class_weight, dict):
-        known = set(np.asarray(classes).tolist())
-        unknown = [c for c in class_weight if c not in known]
-        if unknown:
-            raise ValueError(f"class_weight names classes {unknown} that are not in y ({sorted(known)}).")
-        class_weight = {int(np.flatnonzero(np.asarray(classes) == c)[0]): float(w) for c, w in class_weight.items()}
+    class_weight = check_class_weight(class_weight, classes)
     workers = HeadWorkers(1) if workers is None else workers
     sources, pending, names = [], [], _HEAD_SETS[features]
     for model, seed in zip(models, seeds):
@@ -400,6 +402,29 @@ def refit_members(models, source, y_enc, classes, seeds, *, push: bool, head: st
     return finish
 
 
+def check_class_weight(class_weight, classes=None):
+    """``class_weight`` for the head, a one-line ValueError if it cannot be.
+
+    None, "balanced" or a dict of positive finite weights. With ``classes`` (the labels of
+    ``y``, in encoded order) a dict's keys must be among them, and it comes back keyed by the
+    encoded class (0, 1, ...), as the head is fitted on encoded labels.
+    """
+    if class_weight is None or (isinstance(class_weight, str) and class_weight == "balanced"):
+        return class_weight
+    if not isinstance(class_weight, dict):
+        raise ValueError(f"class_weight must be None, 'balanced' or a dict {{class: weight}}, got {class_weight!r}.")
+    for c, w in class_weight.items():
+        if isinstance(w, (bool, np.bool_)) or not isinstance(w, (numbers.Real, np.number)) or not 0 < w < np.inf:
+            raise ValueError(f"class_weight[{c!r}] must be a positive number, got {w!r}.")
+    if classes is None:
+        return class_weight
+    known = np.asarray(classes).tolist()
+    unknown = [c for c in class_weight if c not in known]
+    if unknown:
+        raise ValueError(f"class_weight names classes {unknown} that are not in y ({sorted(known)}).")
+    return {known.index(c): float(w) for c, w in class_weight.items()}
+
+
 def check_head_options(head: str, class_weight, bias: bool, monotone: bool, threshold: str = "fixed",
                        similarity: bool = False, scoring: str = "log_loss", features: str = "all",
                        repeats: int = 1) -> None:
@@ -423,6 +448,7 @@ def check_head_options(head: str, class_weight, bias: bool, monotone: bool, thre
     check_head_threshold(threshold)
     if head == "gradient" and threshold != "fixed":
         raise ValueError("head_threshold='inner' needs head='logistic' (the cut is set on that head's inner folds).")
+    check_class_weight(class_weight)
     if head == "gradient" and class_weight is not None:
         raise ValueError("class_weight needs head='logistic' (the gradient head trains unweighted, as the paper).")
     if head == "logistic" and not bias:

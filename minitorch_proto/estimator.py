@@ -10,16 +10,17 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import NotFittedError
 
 from .bags import StackedInstances, bag_groups, shared_pool
-from .model import PrototypeMIL, PrototypeMILConfig, head_logits, mean_class_probabilities
-from .convex_head import RECOMMENDED, HeadWorkers, check_head_options, check_head_threshold, refit_members
+from .model import PrototypeMILConfig, head_logits, mean_class_probabilities
+from .convex_head import RECOMMENDED, HeadWorkers, check_head_for_classes, check_head_options, refit_members
 from .preprocessing import BagStandardizer
 from .estimator_files import load_estimator, save_estimator
 from .training import TrainConfig
 from .utils import resolve_device
 from .validation import (align_frames, check_bags, check_chunk_size, check_distance_range, check_finite_scores,
-                         check_labels, check_shared_bags, frame_columns, seed_from)
+                         check_int, check_labels, check_shared_bags, frame_columns, fresh_fit, seed_from)
 
 __all__ = ["PrototypeMILClassifier", "load_model", "RECOMMENDED"]
 
@@ -356,74 +357,72 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         """One-line errors for settings that cannot work, before any data are read; returns ``n_seeds``."""
         check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone), self.head_threshold,
                            self.head_similarity, self.head_scoring, self.head_features, self.head_inner_repeats)
-        if int(self.n_seeds) < 1:
-            raise ValueError(f"n_seeds must be >= 1, got {self.n_seeds}.")
         check_chunk_size(self.chunk_size)
-        return int(self.n_seeds)
+        return check_int("n_seeds", self.n_seeds)
 
     def _train(self, sets, targets, on_epoch_end, n_jobs: int = 1) -> None:
         """Fit ``targets[t]`` on ``sets[t] = (bags, y)``, all in one batched program with this one's settings."""
         from .training import train_batched
 
-        mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
-        k = self._check_settings()
-        prepared, classes0, seen = [], None, {}
-        for bags, y in sets:
-            names = frame_columns(bags)
-            if names is not None:
-                bags = align_frames(bags, names)
-            bags = check_shared_bags(bags, seen, dtype=None)  # float32 kept: every use below converts itself
-            y_enc, classes = check_labels(y, len(bags))
-            if classes0 is None:
-                classes0 = classes
-            elif len(classes) != len(classes0) or not np.array_equal(classes, classes0):
-                # One batched program needs one label encoding; sets with other classes train apart.
-                raise ValueError("training sets fitted together must have the same classes; fit them one by one.")
-            standardizer = BagStandardizer(self.standardization).fit(bags)
-            # Bag by bag (a generator): a standardised copy of every bag would only be thrown away.
-            check_distance_range((standardizer.transform_instances(b) for b in bags), torch.float32)
-            prepared.append((bags, y_enc, classes, names, standardizer))
-        check_head_threshold(self.head_threshold, len(classes0))  # before training, not after
-        pool, labels, index_sets = shared_pool([(bags, y_enc) for bags, y_enc, *_ in prepared])
-        seeds = [seed_from(est.random_state) for est in targets]  # once each: a RandomState advances
-        for est, seed, (bags, _, classes, names, standardizer) in zip(targets, seeds, prepared):
-            # Set before training: on_epoch_end may read standardizer_.
-            est.seed_ = seed
-            est.classes_, est.n_features_in_, est.standardizer_ = classes, bags[0].shape[1], standardizer
-            if names is not None:
-                est.feature_names_in_ = np.asarray(names, dtype=object)
-            elif hasattr(est, "feature_names_in_"):
-                del est.feature_names_in_
-        # Each target's members are seeded seed, seed + 1, ...: all targets' members train together.
-        model_seeds = [int(s) + j for s in seeds for j in range(k)]
-        fit = train_batched(
-            pool, labels, [index_sets[t] for t in range(len(targets)) for _ in range(k)],
-            model_seeds, mconf, tconf, n_classes=len(classes0), standardization=self.standardization,
-            lr_prototypes=[float(e.lr_prototypes) for e in targets for _ in range(k)],
-            lr_classifier=[float(e.lr_classifier) for e in targets for _ in range(k)],
-            device=resolve_device(self.device), progress=self.verbose,
-            on_epoch_end=None if on_epoch_end is None else (lambda epoch, f: on_epoch_end(epoch, f.module(0))),
-            backend=self.backend, autocast=self.autocast,
-        )
-        for m in range(len(model_seeds)):
-            if not all(bool(torch.isfinite(p).all()) for p in fit.module(m).parameters()):
-                raise ValueError(
-                    f"training diverged (seed {model_seeds[m]}): the parameters became NaN or infinite; lower the "
-                    "learning rates or standardise the features (standardization='feature')."
-                )
-        for t, est in enumerate(targets):
-            est.models_ = [fit.module(t * k + j).eval() for j in range(k)]
-            est.histories_ = [fit.history[t * k + j] for j in range(k)]
-            est.model_, est.history_ = est.models_[0], est.histories_[0]
-        del fit  # its pool of every instance is not needed past here: on large sets, memory the push can use
-        # Heads in processes, never threads (HeadWorkers says why; threads moved Fox's 5 x 10 from .623 to .625).
-        with HeadWorkers(n_jobs) as workers:  # every target's heads share them, fitted while the next one pushes
-            done = [est._refit_after_training(StackedInstances(std.transform_stacked(bags), [len(b) for b in bags]),
-                                              y_enc, classes, model_seeds[t * k:(t + 1) * k], workers)
-                    for t, (est, (bags, y_enc, classes, _, std)) in enumerate(zip(targets, prepared))
-                    if est.push or est.head == "logistic"]
-            for finish in done:
-                finish()
+        with fresh_fit(targets):  # nothing of an earlier fit survives, nothing half-done is left
+            mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
+            k = self._check_settings()
+            prepared, classes0, seen = [], None, {}
+            for bags, y in sets:
+                names = frame_columns(bags)
+                if names is not None:
+                    bags = align_frames(bags, names)
+                bags = check_shared_bags(bags, seen, dtype=None)  # float32 kept: every use below converts itself
+                y_enc, classes = check_labels(y, len(bags))
+                if classes0 is None:
+                    classes0 = classes
+                elif len(classes) != len(classes0) or not np.array_equal(classes, classes0):
+                    # One batched program needs one label encoding; sets with other classes train apart.
+                    raise ValueError("training sets fitted together must have the same classes; fit them one by one.")
+                standardizer = BagStandardizer(self.standardization).fit(bags)
+                # Bag by bag (a generator): a standardised copy of every bag would only be thrown away.
+                check_distance_range((standardizer.transform_instances(b) for b in bags), torch.float32,
+                                     standardization=self.standardization)
+                prepared.append((bags, y_enc, classes, names, standardizer))
+            check_head_for_classes(self.head_threshold, self.class_weight, classes0)  # before training, not after
+            pool, labels, index_sets = shared_pool([(bags, y_enc) for bags, y_enc, *_ in prepared])
+            seeds = [seed_from(est.random_state) for est in targets]  # once each: a RandomState advances
+            for est, seed, (bags, _, classes, names, standardizer) in zip(targets, seeds, prepared):
+                # Set before training: on_epoch_end may read standardizer_.
+                est.seed_ = seed
+                est.classes_, est.n_features_in_, est.standardizer_ = classes, bags[0].shape[1], standardizer
+                if names is not None:
+                    est.feature_names_in_ = np.asarray(names, dtype=object)
+            # Each target's members are seeded seed, seed + 1, ...: all targets' members train together.
+            model_seeds = [int(s) + j for s in seeds for j in range(k)]
+            fit = train_batched(
+                pool, labels, [index_sets[t] for t in range(len(targets)) for _ in range(k)],
+                model_seeds, mconf, tconf, n_classes=len(classes0), standardization=self.standardization,
+                lr_prototypes=[float(e.lr_prototypes) for e in targets for _ in range(k)],
+                lr_classifier=[float(e.lr_classifier) for e in targets for _ in range(k)],
+                device=resolve_device(self.device), progress=self.verbose,
+                on_epoch_end=None if on_epoch_end is None else (lambda epoch, f: on_epoch_end(epoch, f.module(0))),
+                backend=self.backend, autocast=self.autocast,
+            )
+            for m in range(len(model_seeds)):
+                if not all(bool(torch.isfinite(p).all()) for p in fit.module(m).parameters()):
+                    raise ValueError(
+                        f"training diverged (seed {model_seeds[m]}): the parameters became NaN or infinite; lower the "
+                        "learning rates or standardise the features (standardization='feature')."
+                    )
+            for t, est in enumerate(targets):
+                est.models_ = [fit.module(t * k + j).eval() for j in range(k)]
+                est.histories_ = [fit.history[t * k + j] for j in range(k)]
+                est.model_, est.history_ = est.models_[0], est.histories_[0]
+            del fit  # its pool of every instance is not needed past here: on large sets, memory the push can use
+            # Heads in processes, never threads (HeadWorkers says why; threads moved Fox's 5 x 10 from .623 to .625).
+            with HeadWorkers(n_jobs) as workers:  # every target's heads share them, fitted while the next one pushes
+                done = [est._refit_after_training(StackedInstances(std.transform_stacked(bags), [len(b) for b in bags]),
+                                                  y_enc, classes, model_seeds[t * k:(t + 1) * k], workers)
+                        for t, (est, (bags, y_enc, classes, _, std)) in enumerate(zip(targets, prepared))
+                        if est.push or est.head == "logistic"]
+                for finish in done:
+                    finish()
 
     def _refit_after_training(self, source, y_enc, classes, seeds, workers) -> Callable[[], None]:
         """Push each member's prototypes onto training instances (``source``, a row source) now; returns what
@@ -485,43 +484,43 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         The result agrees with :meth:`fit` to rounding (the engines sum in different orders).
         """
         from .training.distributed import StreamedInstances, train_streaming
+        with fresh_fit([self]):
 
-        mconf, tconf = self.model_config(), self.train_config()
-        k = self._check_settings()
-        if not hasattr(bags, "rows"):
-            bags = check_bags(bags)  # a lazy dataset checks its files itself, as it reads them
-        y_enc, classes = check_labels(y, len(bags))
-        check_head_threshold(self.head_threshold, len(classes))
-        seed = self.seed_ = seed_from(self.random_state)
-        fits, standardizer = [], None  # fitted by the first member's pass, shared by the others
-        for j in range(k):  # member j is seeded seed + j, as fit seeds it
-            fit = train_streaming(
-                bags, y_enc, mconf, tconf, seed=seed + j, n_classes=len(classes), standardization=self.standardization,
-                standardizer=standardizer, chunk_size=int(self.chunk_size), dtype=dtype,
-                device=resolve_device(self.device), autocast=self.autocast, progress=self.verbose,
-            )
-            diverged = [h["epoch"] for h in fit.history if not np.isfinite(h.get("total", 0.0))]
-            if diverged or not all(bool(torch.isfinite(p).all()) for p in fit.model.parameters()):
-                where = f"at epoch {diverged[0]}" if diverged else "in its last steps"
-                raise ValueError(f"training diverged {where}: the loss became NaN or infinite; lower the learning "
-                                 "rates (lr_prototypes, lr_classifier; --lr-prototypes, --lr-classifier).")
-            fits.append(fit)
-            standardizer = fit.standardizer
-        self.classes_, self.n_features_in_, self.standardizer_ = classes, fits[0].model.n_features, standardizer
-        self.models_ = [f.model.float().eval() for f in fits]
-        self.histories_ = [f.history for f in fits]
-        self.model_, self.history_ = self.models_[0], self.histories_[0]
-        if self.push or self.head == "logistic":
-            source = StreamedInstances(bags, standardizer, int(self.chunk_size))
-            with HeadWorkers(1) as workers:
-                self._refit_after_training(source, y_enc, classes, [seed + j for j in range(k)], workers)()
+            mconf, tconf = self.model_config(), self.train_config()
+            k = self._check_settings()
+            if not hasattr(bags, "rows"):
+                bags = check_bags(bags)  # a lazy dataset checks its files itself, as it reads them
+            y_enc, classes = check_labels(y, len(bags))
+            check_head_for_classes(self.head_threshold, self.class_weight, classes)
+            seed = self.seed_ = seed_from(self.random_state)
+            fits, standardizer = [], None  # fitted by the first member's pass, shared by the others
+            for j in range(k):  # member j is seeded seed + j, as fit seeds it
+                fit = train_streaming(
+                    bags, y_enc, mconf, tconf, seed=seed + j, n_classes=len(classes),
+                    standardization=self.standardization,
+                    standardizer=standardizer, chunk_size=int(self.chunk_size), dtype=dtype,
+                    device=resolve_device(self.device), autocast=self.autocast, progress=self.verbose,
+                )
+                diverged = [h["epoch"] for h in fit.history if not np.isfinite(h.get("total", 0.0))]
+                if diverged or not all(bool(torch.isfinite(p).all()) for p in fit.model.parameters()):
+                    where = f"at epoch {diverged[0]}" if diverged else "in its last steps"
+                    raise ValueError(f"training diverged {where}: the loss became NaN or infinite; lower the learning "
+                                     "rates (lr_prototypes, lr_classifier; --lr-prototypes, --lr-classifier).")
+                fits.append(fit)
+                standardizer = fit.standardizer
+            self.classes_, self.n_features_in_, self.standardizer_ = classes, fits[0].model.n_features, standardizer
+            self.models_ = [f.model.float().eval() for f in fits]
+            self.histories_ = [f.history for f in fits]
+            self.model_, self.history_ = self.models_[0], self.histories_[0]
+            if self.push or self.head == "logistic":
+                source = StreamedInstances(bags, standardizer, int(self.chunk_size))
+                with HeadWorkers(1) as workers:
+                    self._refit_after_training(source, y_enc, classes, [seed + j for j in range(k)], workers)()
         return self
 
     # ---------------------------------------------------------- predict
     def _check_fitted(self) -> None:
         if not hasattr(self, "model_"):
-            from sklearn.exceptions import NotFittedError
-
             raise NotFittedError("This PrototypeMILClassifier is not fitted yet; call fit(bags, y) first.")
 
     def _features(self, bags) -> list[torch.Tensor]:
@@ -545,7 +544,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     def _head_features(self, bags: list[np.ndarray], first: int = 0) -> list[torch.Tensor]:
         sizes, models = np.array([len(b) for b in bags]), getattr(self, "models_", [self.model_])
         std = self.standardizer_.transform_stacked(bags)
-        check_distance_range(np.split(std, np.cumsum(sizes)[:-1]), self.model_.prototypes.dtype, first)  # views
+        check_distance_range(np.split(std, np.cumsum(sizes)[:-1]), self.model_.prototypes.dtype, first,  # views
+                             self.standardization)
         index = np.repeat(np.arange(len(bags)), sizes)
         return [m.features_chunked(std, index, len(bags), self.chunk_size) for m in models]
 
@@ -555,7 +555,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             logits = [head_logits(phi, m.weight, m.bias)
                       for phi, m in zip(self._features(bags), getattr(self, "models_", [self.model_]))]
         for one in logits:
-            check_finite_scores(one, "scores")
+            check_finite_scores(one, "scores", self.standardization)
         return logits
 
     def predict_proba(self, bags: Sequence[np.ndarray]) -> np.ndarray:
@@ -590,8 +590,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
     def save(self, path: str | os.PathLike) -> Path:
         """Write the fitted model to one safetensors file with a verified JSON header.
 
-        The header holds the parameters, classes, feature names (when known), the standardisation
-        mode and the training history; the tensors the state dict and the standardisation statistics.
+        The header holds the parameters, classes, feature names (when known), standardisation mode, training
+        histories and the heads' choices; the tensors the state dicts, standardisation statistics and pushed sources.
         The write is atomic, and :meth:`load` checks a sha256 of everything (:mod:`~minitorch_proto.serialization`).
         """
         self._check_fitted()

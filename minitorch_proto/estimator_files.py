@@ -49,6 +49,10 @@ def save_estimator(clf, path: str | os.PathLike) -> Path:
         "standardizer": {"mode": state["mode"]},
         "history": to_jsonable(clf.history_),
     }
+    # Fitted attributes a user may read after loading (the pushed sources travel as a tensor).
+    for key in ("histories", "head_C", "head_features", "seed"):
+        if getattr(clf, key + "_", None) is not None:
+            header[key] = to_jsonable(getattr(clf, key + "_"))
     return save_model_file(path, tensors, header)
 
 
@@ -61,6 +65,14 @@ def _module(clf, state: dict) -> PrototypeMIL:
         model.add_similarity(float(state["similarity_sigma2"]))
     model.load_state_dict(state)
     return model
+
+
+def _class_weight_keys(class_weight, classes: np.ndarray):
+    """A class_weight dict keyed by the classes again: a JSON header keeps only text keys ({"0": 2.0})."""
+    if not isinstance(class_weight, dict):
+        return class_weight
+    by_text = {str(c): c for c in classes.tolist()}
+    return {by_text.get(k, k) if isinstance(k, str) else k: w for k, w in class_weight.items()}
 
 
 def load_estimator(cls, path: str | os.PathLike):
@@ -81,6 +93,7 @@ def load_estimator(cls, path: str | os.PathLike):
         clf = cls(**params)
         dtype = h.get("classes_dtype")
         clf.classes_ = np.asarray(h["classes"], dtype=np.dtype(dtype) if dtype else None)
+        clf.class_weight = _class_weight_keys(clf.class_weight, clf.classes_)
         clf.n_features_in_ = int(h["n_features_in"])
         if h.get("feature_names_in") is not None:
             clf.feature_names_in_ = np.asarray(h["feature_names_in"], dtype=object)
@@ -93,6 +106,9 @@ def load_estimator(cls, path: str | os.PathLike):
         if "prototype_sources" in mf.tensors:
             clf.prototype_sources_ = mf.tensors["prototype_sources"].numpy().astype(np.int64)
         clf.history_ = h.get("history", [])
+        for key in ("histories", "head_C", "head_features", "seed"):
+            if key in h:
+                setattr(clf, key + "_", h[key])
         clf.models_ = [model]
         for j in range(1, int(h.get("n_members", 1))):
             prefix = f"member{j}/"
@@ -100,7 +116,9 @@ def load_estimator(cls, path: str | os.PathLike):
     except ModelFileError:
         raise
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()] or [type(exc).__name__]
+        # torch's state-dict errors put what is wrong on the line after "Error(s) in loading ...:".
+        first = f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
         raise ModelFileError(f"{path} does not describe a {cls.__name__} this version can build: {first}") from None
     for m in clf.models_:
         m.config = clf.model_config()

@@ -24,7 +24,8 @@ stays one batched program per setting.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import numbers
+from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
@@ -34,7 +35,10 @@ from sklearn.utils.validation import check_is_fitted
 from .baselines.batched_fit import fit_many as _fit_many_baselines
 from .evaluation.metrics import scores_from_proba
 from .preprocessing import BagStandardizer
-from .validation import check_bags, check_labels
+from .validation import check_bags, check_labels, seed_from
+
+#: scikit-learn's convention: an int, None (a fresh seed each fit) or a numpy generator (its next draw).
+RandomState = Union[int, np.random.RandomState, np.random.Generator, None]
 
 __all__ = ["StandardizedMIL", "SeedEnsemble", "InnerCVSelection", "with_random_state", "member_seeds", "proba_in"]
 
@@ -42,6 +46,17 @@ __all__ = ["StandardizedMIL", "SeedEnsemble", "InnerCVSelection", "with_random_s
 def member_seeds(seed: int, k: int) -> list[int]:
     """Seeds of a k-member ensemble; member 0 is the single model's seed."""
     return [int(seed) + 10_000 * j for j in range(k)]
+
+
+def _seed(random_state) -> int:
+    """An int ``random_state`` as given; None (fresh entropy) or a numpy generator draws one.
+
+    A drawn seed is kept below 2**27, so the seeds derived from it (``10 seed + s``,
+    ``seed + 10,000 j``) stay valid numpy seeds.
+    """
+    if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
+        return int(random_state)
+    return seed_from(random_state) % 2**27
 
 
 def with_random_state(estimator: BaseEstimator, seed: int) -> BaseEstimator:
@@ -84,7 +99,8 @@ class _Wrapper(ClassifierMixin, BaseEstimator):
 
     def predict(self, bags) -> np.ndarray:
         """The class of largest probability, in the labels given to ``fit``."""
-        return self.classes_[np.argmax(self.predict_proba(bags), axis=1)]
+        proba = self.predict_proba(bags)  # first: an unfitted wrapper says so, rather than lacking classes_
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def decision_function(self, bags) -> np.ndarray:
         """Log-odds of ``classes_[1]`` (binary problems): larger means more likely."""
@@ -157,7 +173,8 @@ class SeedEnsemble(_Wrapper):
     """``n_seeds`` copies of an estimator, seeded apart, with their class probabilities averaged.
 
     Member j is ``estimator`` with every ``random_state`` set to
-    ``random_state + 10_000 j`` (:func:`member_seeds`), so member 0 is the single model.
+    ``random_state + 10_000 j`` (:func:`member_seeds`), so member 0 is the single model
+    (``random_state=None`` draws a fresh seed each fit, a numpy generator its next draw).
 
     Attributes
     ----------
@@ -165,7 +182,7 @@ class SeedEnsemble(_Wrapper):
     classes_ : ndarray
     """
 
-    def __init__(self, estimator: BaseEstimator, n_seeds: int = 5, random_state: int = 0) -> None:
+    def __init__(self, estimator: BaseEstimator, n_seeds: int = 5, random_state: RandomState = 0) -> None:
         self.estimator = estimator
         self.n_seeds = n_seeds
         self.random_state = random_state
@@ -174,7 +191,7 @@ class SeedEnsemble(_Wrapper):
         k = int(self.n_seeds)
         if k < 1 or k != self.n_seeds:
             raise ValueError(f"n_seeds must be a positive integer, got {self.n_seeds!r}.")
-        return [with_random_state(self.estimator, s) for s in member_seeds(int(self.random_state or 0), k)]
+        return [with_random_state(self.estimator, s) for s in member_seeds(_seed(self.random_state), k)]
 
     def fit(self, bags, y) -> "SeedEnsemble":
         """Fit every member on the same bags."""
@@ -226,7 +243,7 @@ class InnerCVSelection(_Wrapper):
     """
 
     def __init__(self, estimator: BaseEstimator, grid: Sequence[Mapping[str, Any]] = (), inner_folds: int = 3,
-                 n_seeds: int = 1, random_state: int = 0, scoring: str = "accuracy", top_k: int = 1) -> None:
+                 n_seeds: int = 1, random_state: RandomState = 0, scoring: str = "accuracy", top_k: int = 1) -> None:
         self.estimator = estimator
         self.grid = grid
         self.inner_folds = inner_folds
@@ -239,8 +256,7 @@ class InnerCVSelection(_Wrapper):
         """Score every candidate on inner splits of ``bags``, then refit the best on all of them."""
         return self._fit_many([self], [(bags, y)], 1)[0]
 
-    def _inner_splits(self, y) -> list[tuple[np.ndarray, np.ndarray, int]]:
-        seed = int(self.random_state or 0)
+    def _inner_splits(self, y, seed: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
         skf = StratifiedKFold(n_splits=int(self.inner_folds), shuffle=True, random_state=seed)
         return [(tr, va, seed * 10 + s + 1) for s, (tr, va) in enumerate(skf.split(np.zeros(len(y)), y))]
 
@@ -253,10 +269,11 @@ class InnerCVSelection(_Wrapper):
             raise ValueError(f"top_k must be an integer from 1 to the number of candidates ({len(grid)}), "
                              f"got {top_k!r}.")
         work, sets, where = [], [], []
+        seeds = [_seed(e.random_state) for e in estimators]  # drawn once per fit: splits and refits share it
         for e_i, (e, (bags, y)) in enumerate(zip(estimators, train_sets)):
             y_enc, _ = check_labels(y, len(bags))
             for g, cand in enumerate(grid):
-                for tr, va, seed in e._inner_splits(y_enc):
+                for tr, va, seed in e._inner_splits(y_enc, seeds[e_i]):
                     work.append(with_random_state(clone(e.estimator).set_params(**cand), seed))
                     sets.append(([bags[i] for i in tr], y_enc[tr]))
                     where.append((e_i, g, va))
@@ -290,8 +307,8 @@ class InnerCVSelection(_Wrapper):
             e.selected_params_ = [grid[g] for g in selected]
             for g in selected:
                 chosen = clone(e.estimator).set_params(**grid[g])
-                finals.append(SeedEnsemble(chosen, int(e.n_seeds), int(e.random_state or 0)) if int(e.n_seeds) > 1
-                              else with_random_state(chosen, int(e.random_state or 0)))
+                finals.append(SeedEnsemble(chosen, int(e.n_seeds), seeds[e_i]) if int(e.n_seeds) > 1
+                              else with_random_state(chosen, seeds[e_i]))
         final_sets = [s for e, s in zip(estimators, train_sets) for _ in range(int(e.top_k))]
         refitted = iter(_fit_all(finals, final_sets, n_jobs) if len({type(f) for f in finals}) == 1 else
                         [f.fit(b, y) for f, (b, y) in zip(finals, final_sets)])

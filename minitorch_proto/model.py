@@ -143,6 +143,8 @@ class PrototypeMILConfig:
                 "Layer normalisation of a single feature is always 0: use n_prototypes * len(pooling) >= 2 "
                 "or layer_norm=False."
             )
+        if not np.isfinite(self.layer_norm_eps) or self.layer_norm_eps < 0:
+            raise ValueError(f"layer_norm_eps must be a finite number >= 0, got {self.layer_norm_eps}.")
         for name in ("lambda_w", "lambda_p", "lambda_d"):
             value = getattr(self, name)
             if not np.isfinite(value) or value < 0:

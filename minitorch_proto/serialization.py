@@ -208,6 +208,7 @@ def save_model_file(path: str | os.PathLike, tensors: Mapping[str, object], head
     """
     import safetensors.torch
 
+    check_output_path(path, "file", "the model path")  # a folder there is a one-line error, not an OSError
     tens = {str(k): _as_tensor(str(k), v) for k, v in tensors.items()}
     head = {k: v for k, v in header.items() if k not in ("format", "version", "sha256")}
     head.update(format=FORMAT_NAME, version=FORMAT_VERSION)
@@ -578,6 +579,22 @@ def check_model_content(path, h: dict, tensors: dict) -> None:
         raise bad(f"n_members must be a positive integer, got {n_members!r}")
     if h["n_features_in"] < 1:
         raise bad(f"n_features_in must be positive, got {h['n_features_in']}")
+    names = h.get("feature_names_in")
+    if names is not None and (not isinstance(names, list) or len(names) != h["n_features_in"]
+                              or not all(isinstance(n, str) for n in names)):
+        raise bad(f"feature_names_in must be {h['n_features_in']} names")
+    for key, ok in (("head_C", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0),
+                    ("head_features", lambda v: v in ("all", "similarity")),
+                    ("histories", lambda v: isinstance(v, list))):
+        if key in h and (not isinstance(h[key], list) or len(h[key]) != n_members or not all(map(ok, h[key]))):
+            raise bad(f"{key} must hold one valid entry per member, got {h[key]!r}"[:200])
+    if "seed" in h and (not isinstance(h["seed"], int) or isinstance(h["seed"], bool) or h["seed"] < 0):
+        raise bad(f"seed must be an int >= 0, got {h['seed']!r}")
+    mode = h["standardizer"].get("mode")
+    if mode not in ("feature", "instance", "none"):
+        raise bad(f"standardizer mode must be 'feature', 'instance' or 'none', got {mode!r}")
+    if mode == "feature" and not {"standardizer/mean", "standardizer/scale"} <= set(tensors):
+        raise bad("a 'feature' standardizer needs its mean and scale tensors")
     for name, t in tensors.items():
         if t.is_floating_point() and not bool(torch.isfinite(t).all()):
             raise bad(f"tensor {name!r} holds NaN or infinite values")

@@ -5,8 +5,9 @@ offending bag or label, so a user can find the problem in their own data.
 """
 from __future__ import annotations
 
+import contextlib
 import numbers
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -15,6 +16,7 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 __all__ = [
     "check_bags", "check_shared_bags", "check_labels", "check_same_length", "seed_from", "check_chunk_size",
     "frame_columns", "align_frames", "check_distance_range", "check_finite_scores", "check_int",
+    "fresh_fit",
 ]
 
 
@@ -82,6 +84,8 @@ def check_bags(
     out: list[np.ndarray] = []
     expected = n_features
     for i, bag in enumerate(bags):
+        if np.iscomplexobj(bag):  # numpy would drop the imaginary part with only a warning
+            raise ValueError(f"{name}[{i}] holds complex numbers; features must be real.")
         try:
             arr = np.asarray(bag, dtype=dtype)
             if dtype is None and arr.dtype not in (np.float32, np.float64):
@@ -210,6 +214,8 @@ def seed_from(random_state) -> int:
     if random_state is None:
         return int(np.random.SeedSequence().generate_state(1)[0] >> 1)
     if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
+        if not 0 <= random_state < 2**63:
+            raise ValueError(f"random_state must be an int from 0 to 2**63 - 1, got {random_state}.")
         return int(random_state)
     if isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(0, 2**31 - 1))
@@ -218,6 +224,28 @@ def seed_from(random_state) -> int:
     raise ValueError(
         f"random_state must be None, an int, a numpy RandomState or a numpy Generator; got {random_state!r}."
     )
+
+
+@contextlib.contextmanager
+def fresh_fit(estimators: Sequence) -> Iterator[None]:
+    """A fit that starts from nothing and, if it fails, leaves the estimators unfitted.
+
+    Every fitted attribute (scikit-learn's ``name_``) of an earlier fit is removed first, so
+    one that this fit does not set (``prototype_sources_`` when ``push`` is now off) cannot
+    outlive it; a fit that raises removes what it had set, so a half-fitted estimator never
+    predicts with new classes on an old model.
+    """
+    def forget() -> None:
+        for est in estimators:
+            for name in [k for k in vars(est) if k.endswith("_") and not k.startswith("_")]:
+                delattr(est, name)
+
+    forget()
+    try:
+        yield
+    except BaseException:
+        forget()
+        raise
 
 
 def check_chunk_size(chunk_size) -> int:
@@ -257,11 +285,17 @@ def align_frames(bags, names: Sequence[str]) -> list[np.ndarray]:
     return out
 
 
-def check_distance_range(std_bags: Sequence[np.ndarray], dtype, first: int = 0) -> None:
+def _rescale_advice(standardization: str | None) -> str:
+    return "rescale the features" + ("" if standardization == "feature" else " or use standardization='feature'")
+
+
+def check_distance_range(std_bags: Sequence[np.ndarray], dtype, first: int = 0,
+                         standardization: str | None = None) -> None:
     """Refuse standardised bags whose distances would overflow ``dtype`` (giving NaN scores).
 
     ``first``: the position of ``std_bags[0]`` in the whole collection (a group read from a folder),
-    so the error names the bag by its own place.
+    so the error names the bag by its own place. ``standardization``: the model's, so the advice
+    does not suggest the setting it already has.
     """
     import torch
 
@@ -273,12 +307,11 @@ def check_distance_range(std_bags: Sequence[np.ndarray], dtype, first: int = 0) 
             j = int(np.argmax(bad))
             raise ValueError(
                 f"bags[{i}] has values too large for {str(dtype).replace('torch.', '')} distances after "
-                f"standardisation (instance {j}, norm {np.sqrt(sq[j]):.3g}); rescale the features or use "
-                "standardization='feature'."
+                f"standardisation (instance {j}, norm {np.sqrt(sq[j]):.3g}); {_rescale_advice(standardization)}."
             )
 
 
-def check_finite_scores(values, what: str) -> None:
+def check_finite_scores(values, what: str, standardization: str | None = None) -> None:
     """Refuse non-finite scores (a torch tensor, one row per bag), naming the first bag."""
     import torch
 
@@ -287,5 +320,5 @@ def check_finite_scores(values, what: str) -> None:
         i = int(torch.nonzero(bad)[0])
         raise ValueError(
             f"bags[{i}] gets non-finite {what} ({int(bad.sum())} bag(s) in all); its features overflow the "
-            "model's arithmetic: rescale them or use standardization='feature'."
+            f"model's arithmetic: {_rescale_advice(standardization)}."
         )

@@ -29,6 +29,7 @@ import pytest
 import torch
 
 from minitorch_proto.cli import main
+from minitorch_proto.data import load_benchmark
 from minitorch_proto.data.download import DownloadError, download_file
 from minitorch_proto.estimator import PrototypeMILClassifier, load_model
 from minitorch_proto.serialization import ModelFileError
@@ -201,7 +202,25 @@ CASES = [
          lambda e: lambda: _fit(_bags_with(e, 4, 1e30), e.y, standardization="none"), ValueError,
          ("bags[4]",)),
     Case("1e30 in predicted bag 7", lambda e: lambda: e.clf.predict_proba(
-        _bags_with(e, 7, 1e30)), ValueError, ("bags[7]",)),
+        _bags_with(e, 7, 1e30)), ValueError, ("bags[7]", "rescale"), absent=("standardization=",)),
+    Case("random_state negative", lambda e: lambda: _fit(e.bags, e.y, random_state=-1), ValueError,
+         ("random_state", "-1")),
+    Case("n_seeds fractional", lambda e: lambda: _fit(e.bags, e.y, n_seeds=2.9), ValueError, ("n_seeds", "2.9")),
+    Case("betas out of range", lambda e: lambda: _fit(e.bags, e.y, betas=(2, 0.9)), ValueError, ("betas",)),
+    Case("layer_norm_eps negative", lambda e: lambda: _fit(e.bags, e.y, layer_norm_eps=-1.0), ValueError,
+         ("layer_norm_eps",), absent=("diverged",)),
+    Case("class_weight a string", lambda e: lambda: _fit(e.bags, e.y, head="logistic", class_weight="foo"),
+         ValueError, ("class_weight", "foo")),
+    Case("class_weight naming a class not in y", lambda e: lambda: _fit(e.bags, e.y, head="logistic",
+                                                                         class_weight={0: 1, 7: 2}),
+         ValueError, ("class_weight", "[7]")),
+    Case("complex-valued bags", lambda e: lambda: _fit([b.astype(complex) for b in e.bags], e.y), ValueError,
+         ("bags[0]", "complex")),
+    Case("model saved onto a folder", lambda e: lambda: e.clf.save(e.root), ValueError, ("folder",)),
+    Case("benchmark data_dir is a file", lambda e: lambda: load_benchmark("musk1", data_dir=e.csv),
+         FileNotFoundError, ("a file, not a folder",)),
+    Case("benchmark download_timeout negative", lambda e: lambda: load_benchmark("musk1", download_timeout=-1),
+         ValueError, ("download_timeout",)),
     Case("DataFrame bag missing column f2", lambda e: lambda: e.clf.predict(
         [pd.DataFrame(b, columns=FEATURES).drop(columns="f2") for b in e.bags]), ValueError, ("f2", "missing")),
     Case("DataFrame bag with extra column", lambda e: lambda: e.clf.predict(

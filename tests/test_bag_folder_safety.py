@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from minitorch_proto import cli
-from minitorch_proto.data import disk
+from minitorch_proto.data import bag_files
 from minitorch_proto.data.disk import BagFileError, DiskBagDataset, write_bag_folder
 
 from .conftest import make_concept_bags
@@ -224,7 +224,7 @@ def test_permission_denied_is_one_line(folder, monkeypatch):
                 raise PermissionError(13, "Permission denied", str(path))
             return real_open(path, *args, **kwargs)
 
-        monkeypatch.setattr(disk, "open", denied, raising=False)
+        monkeypatch.setattr(bag_files, "open", denied, raising=False)  # where feature files are opened
     with pytest.raises(BagFileError, match=r"b5\.npy: could not be read \(.*Permission denied") as exc:
         DiskBagDataset(root, root / "labels.csv")
     assert "\n" not in str(exc.value)

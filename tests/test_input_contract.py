@@ -141,7 +141,8 @@ def test_a_header_that_is_not_an_object_is_a_one_line_error(saved, capsys):
     assert code == 2 and len(err.splitlines()) == 1
 
 
-@pytest.mark.parametrize("case", ["nan prototypes", "repeated classes", "one class", "wrong shape", "members"])
+@pytest.mark.parametrize("case", ["nan prototypes", "repeated classes", "one class", "wrong shape", "members",
+                                  "feature names", "no standardiser", "prototype shape", "head choices", "seed"])
 def test_model_files_are_validated_for_content(saved, case, capsys):
     path, bags = saved
 
@@ -152,14 +153,21 @@ def test_model_files_are_validated_for_content(saved, case, capsys):
         t["standardizer/mean"] = torch.zeros(7, dtype=torch.float64)
 
     edits = {
-        "nan prototypes": (nan, None),
-        "repeated classes": (None, lambda h: {**h, "classes": [1, 1]}),
-        "one class": (None, lambda h: {**h, "classes": [1]}),
-        "wrong shape": (shape, None),
-        "members": (None, lambda h: {**h, "n_members": 3}),
+        "nan prototypes": (nan, None, "NaN"),
+        "repeated classes": (None, lambda h: {**h, "classes": [1, 1]}, "classes"),
+        "one class": (None, lambda h: {**h, "classes": [1]}, "classes"),
+        "wrong shape": (shape, None, "standardizer mean"),
+        "members": (None, lambda h: {**h, "n_members": 3}, "member"),
+        # These loaded before and failed later (predict) or never (a wrong number of feature names).
+        "feature names": (None, lambda h: {**h, "feature_names_in": ["a", "b"]}, "feature_names_in"),
+        "no standardiser": (lambda t: t.pop("standardizer/scale"), None, "mean and scale"),
+        "prototype shape": (lambda t: t.update({"model/prototypes": torch.zeros(5, 3)}), None, "size mismatch"),
+        "head choices": (None, lambda h: {**h, "head_C": [1.0, 2.0]}, "head_C"),
+        "seed": (None, lambda h: {**h, "seed": -4}, "seed"),
     }
-    _rewrite(path, *edits[case])
-    with pytest.raises(ModelFileError) as exc:
+    edit_tensors, edit_header, words = edits[case]
+    _rewrite(path, edit_tensors, edit_header)
+    with pytest.raises(ModelFileError, match=words) as exc:
         load_model(path)
     assert "\n" not in str(exc.value)
     code, _, err = _run(capsys, "predict", "--model", path, "--csv", _csv(path.parent / "p.csv", ["a", "b"], [0, 1]))

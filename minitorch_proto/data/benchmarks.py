@@ -308,14 +308,15 @@ def _locate(info: BenchmarkInfo, data_dir, download: bool, cache_dir, download_t
     cache folder is read and, with ``download``, filled from ``info.urls``.
     """
     if download_timeout is not None:
-        download_deadline(download_timeout)  # a bad value is an error even when no download is needed
+        download_deadline(download_timeout, "download_timeout")  # a bad value is an error even when no download is needed
     env_dir = os.environ.get(DATA_ENV_VAR)
     if data_dir is not None or env_dir:
         folder = Path(data_dir if data_dir is not None else env_dir).expanduser()
         origin = "data_dir" if data_dir is not None else f"${DATA_ENV_VAR}"
         found = find_named(folder)
         if found is None:
-            state = "" if folder.is_dir() else " (the folder does not exist)"
+            state = "" if folder.is_dir() else (" (a file, not a folder)" if folder.exists() else
+                                                " (the folder does not exist)")
             raise FileNotFoundError(
                 f"{info.file_name} not found in {folder}{state}, given by {origin}; "
                 f"{looked_too(folder)}. {sources}"

@@ -14,212 +14,25 @@ untrusted input: a bag id is a file name, never a path (no separators, no ``..``
 nothing that resolves outside the folder), a link that leads outside the folder
 is refused unless ``follow_links=True``, ``.pt`` files are loaded with
 ``weights_only=True`` and refused when they would need code to load, and every
-unreadable file is a one-line :class:`BagFileError` naming it.
+unreadable file is a one-line :class:`BagFileError` naming it
+(:mod:`minitorch_proto.data.bag_files` opens each file).
 """
 from __future__ import annotations
 
 import errno
 import os
-import pickle
-import re
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
 
+from .bag_files import (_LINK_ADVICE, FEATURE_SUFFIXES, BagFileError, _as_numpy, _BagFile, _escape_breaks,
+                        _first_line, _kind_ok, _open_array, check_bag_id)
+
 __all__ = ["BagFileError", "DiskBagDataset", "FEATURE_SUFFIXES", "write_bag_folder"]
 
-FEATURE_SUFFIXES = (".npy", ".pt", ".h5", ".hdf5")
-_NPY_MAGIC = b"\x93NUMPY"
-# torch.save writes a zip archive; its legacy format (and any pickle of protocol 2 or later) starts with PROTO.
-_PT_MAGICS = (b"PK\x03\x04", b"\x80")
-_LINK_ADVICE = "refused unless you allow links out of the folder (--follow-links, follow_links=True)"
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
-
-
-class BagFileError(ValueError):
-    """A bag folder, its labels file or one of its feature files cannot be used (one line, names the file)."""
-
-    def __init__(self, message: str) -> None:
-        # A stranger's file names may hold line breaks (a bag id is any text without a separator):
-        # the message stays one line whatever they hold.
-        super().__init__(_escape_breaks(message))
-
-
-def _escape_breaks(text: str) -> str:
-    return str(text).replace("\r", "\\r").replace("\n", "\\n")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split("\n")[0].split()) or type(exc).__name__
-    # torch's advice to retry with weights_only=False is the one thing not to do with a stranger's file.
-    return text.split(" Re-running `torch.load`")[0].split("(1) ")[0].rstrip(" .:")
-
-
-def check_bag_id(bag_id: str, where: str) -> str:
-    """``bag_id`` if it is a plain file name; a one-line :class:`BagFileError` otherwise."""
-    text = str(bag_id)
-    seps = {"/", "\\", os.sep} | ({os.altsep} if os.altsep else set())
-    if text in ("", ".", "..") or any(c in text for c in seps) or "\x00" in text:
-        raise BagFileError(f"{where}: bag id {text!r} is refused: bag ids are file names, not paths "
-                           "(no '/', '\\', '..', NUL or empty ids).")
-    return text
-
-
-@dataclass(frozen=True)
-class _BagFile:
-    """Where one bag lives and the shape its header declares."""
-
-    path: Path
-    n_instances: int
-    n_features: int
-
-
-def _torch_load(path: Path):
-    import torch
-
-    try:
-        # mmap keeps the storage on disk until rows are touched (zip-format files only).
-        return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-    except pickle.UnpicklingError:
-        raise
-    except RuntimeError:
-        return torch.load(path, map_location="cpu", weights_only=True)
-
-
-def _load_pt(path: Path, key: str):
-    import torch
-
-    with open(path, "rb") as fh:
-        head = fh.read(4)
-    if not head.startswith(_PT_MAGICS):
-        # Text, HTML or random bytes: torch's own errors for these read like "101" or "invalid load key".
-        what = "an empty file" if not head else "neither the zip archive torch.save writes nor a pickle"
-        raise BagFileError(f"{path}: not a readable PyTorch tensor file ({what}).")
-    try:
-        obj = _torch_load(path)
-    except pickle.UnpicklingError as exc:
-        # weights_only=True refused it: a general pickle, which only the full loader (which runs code) reads.
-        found = re.search(r"GLOBAL (\S+)", str(exc))
-        detail = f"it calls {found.group(1)}" if found else "it pickles Python objects, not plain tensors"
-        raise BagFileError(f"{path}: refused: loading it would run code ({detail}); save the features "
-                           "with torch.save(tensor) or as .npy.") from None
-    except Exception as exc:  # noqa: BLE001 - any failure of a stranger's file is a one-line input error
-        raise BagFileError(f"{path}: not a readable PyTorch tensor file ({_first_line(exc)}).") from None
-    if isinstance(obj, dict):
-        if key not in obj:
-            raise BagFileError(f"{path}: the saved dict has no {key!r} entry (keys: {sorted(map(str, obj))}).")
-        obj = obj[key]
-    if not isinstance(obj, torch.Tensor):
-        raise BagFileError(f"{path}: expected a tensor or a dict with a {key!r} tensor, got {type(obj).__name__}.")
-    return obj
-
-
-def _h5_dataset(handle, path: Path, key: str, follow_links: bool):
-    """The dataset ``key`` of an open HDF5 file, or None; links to other files refused.
-
-    An HDF5 file can reach other files three ways: external links, external raw
-    storage and virtual datasets. Any of them would let a shared ``.h5`` read a file
-    outside the bag folder, so each is refused unless ``follow_links``. The path is
-    walked one link at a time because h5py's ``key in group`` already opens the file
-    an external link names.
-    """
-    import h5py
-
-    if follow_links:
-        node = handle.get(key)
-    else:
-        group, parts, node, hops = handle, [p for p in key.split("/") if p not in ("", ".")], None, 0
-        if key.startswith("/"):
-            group = handle["/"]
-        while parts:
-            name = parts.pop(0)
-            if not isinstance(group, h5py.Group) or not group.id.links.exists(name.encode()):
-                return None
-            kind = group.id.links.get_info(name.encode()).type
-            if kind == h5py.h5l.TYPE_SOFT:
-                hops += 1
-                if hops > 32:
-                    raise BagFileError(f"{path}: a loop of HDF5 soft links at {key!r}.")
-                target = group.id.links.get_val(name.encode()).decode(errors="replace")
-                group = handle["/"] if target.startswith("/") else group
-                parts = [p for p in target.split("/") if p not in ("", ".")] + parts
-                continue
-            if kind != h5py.h5l.TYPE_HARD:
-                raise BagFileError(f"{path}: {key!r} is an HDF5 link to another file; {_LINK_ADVICE}.")
-            node = group[name]
-            group = node
-    if not isinstance(node, h5py.Dataset):
-        return None
-    if not follow_links and (node.is_virtual or node.external):
-        how = "a virtual dataset" if node.is_virtual else "stored in external raw files"
-        raise BagFileError(f"{path}: {key!r} is {how}, which reads other files; {_LINK_ADVICE}.")
-    return node
-
-
-def _open_array(path: Path, key: str, follow_links: bool = False):
-    """An array-like (supports ``.shape``, ``.dtype`` and row slicing) over the file's features.
-
-    For ``.h5`` the caller must close the returned file handle (second value).
-    """
-    suffix = path.suffix.lower()
-    if suffix == ".npy":
-        with open(path, "rb") as fh:
-            head = fh.read(len(_NPY_MAGIC))
-        if head != _NPY_MAGIC:
-            raise BagFileError(f"{path}: not a NumPy .npy file ({'empty' if not head else 'no .npy header'}).")
-        try:
-            return np.load(path, mmap_mode="r", allow_pickle=False), None
-        except ValueError as exc:
-            # With mmap_mode numpy names object arrays "Python objects in dtype", without it "pickled data".
-            if "pickled" in str(exc) or "Python objects" in str(exc):
-                raise BagFileError(f"{path}: refused: it holds Python objects, and loading them would run "
-                                   "code; save a numeric array.") from None
-            raise BagFileError(f"{path}: not a plain numeric .npy array ({_first_line(exc)}).") from None
-        except (OSError, EOFError) as exc:
-            raise BagFileError(f"{path}: a damaged .npy file ({_first_line(exc)}).") from None
-    if suffix == ".pt":
-        return _load_pt(path, key), None
-    import h5py
-
-    try:
-        handle = h5py.File(path, "r")
-    except Exception as exc:  # noqa: BLE001 - h5py raises OSError and others for damaged files
-        raise BagFileError(f"{path}: not a readable HDF5 file ({_first_line(exc)}).") from None
-    try:
-        dataset = _h5_dataset(handle, path, key, follow_links)
-    except BagFileError:
-        handle.close()
-        raise
-    except Exception as exc:  # noqa: BLE001 - a damaged object header surfaces here, not at open
-        handle.close()
-        raise BagFileError(f"{path}: not a readable HDF5 file ({_first_line(exc)}).") from None
-    if dataset is None:
-        handle.close()
-        raise BagFileError(f"{path}: no {key!r} dataset in the HDF5 file.")
-    return dataset, handle
-
-
-def _as_numpy(rows) -> np.ndarray:
-    """Rows read from any of the three formats as a NumPy array (bf16/fp16 tensors widened)."""
-    if hasattr(rows, "detach"):
-        import torch
-
-        rows = rows.detach()
-        if rows.dtype in (torch.bfloat16, torch.float16):
-            rows = rows.float()
-        return rows.numpy()
-    return np.asarray(rows)
-
-
-def _kind_ok(dtype) -> bool:
-    name = str(dtype).replace("torch.", "")
-    try:
-        return np.dtype(name).kind in "fiu"
-    except TypeError:
-        return name in ("bfloat16",)
 
 
 class DiskBagDataset(Sequence):
@@ -572,48 +385,52 @@ def write_bag_folder(
     """
     import pandas as pd
 
+    from ..validation import check_bags, check_labels
+
     if fmt not in ("npy", "pt", "h5"):
         raise ValueError(f"fmt must be 'npy', 'pt' or 'h5', got {fmt!r}.")
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
+    bags = check_bags(bags, dtype=None)  # what DiskBagDataset would refuse to read back is refused before writing
     ids = [str(b) for b in (bag_ids if bag_ids is not None else range(len(bags)))]
     if len(ids) != len(bags):
         raise ValueError(f"Got {len(bags)} bags but {len(ids)} bag ids.")
     for bag_id in ids:
         check_bag_id(bag_id, "bag_ids")
+    if len(set(ids)) != len(ids):  # one file per id: a repeat would overwrite a bag
+        raise ValueError(f"bag_ids repeats {pd.Index(ids)[pd.Index(ids).duplicated()][:3].tolist()}; ids must be "
+                         "unique.")
+    if y is not None:
+        check_labels(y, len(ids), min_classes=1)
     extra = dict(instance_arrays or {})
     if extra and fmt == "npy":
         raise ValueError("instance_arrays need fmt='h5' or 'pt': a .npy file holds one array.")
     for name, arrays in extra.items():
         if name == key or len(arrays) != len(bags) or any(len(a) != len(b) for a, b in zip(arrays, bags)):
             raise ValueError(f"instance_arrays[{name!r}]: one array per bag, a row per instance, not named {key!r}.")
-    for j, (bag_id, bag) in enumerate(zip(ids, bags)):
-        arr = np.ascontiguousarray(np.asarray(bag, dtype=dtype))
-        more = {name: np.ascontiguousarray(np.asarray(arrays[j])) for name, arrays in extra.items()}
-        path = root / f"{bag_id}.{fmt}"
+
+    def write(tmp, arrays: dict) -> None:  # arrays[key] the features, then the instance arrays
         if fmt == "npy":
-            # np.save appends .npy to names without it: give it an open file instead.
-            def write(tmp, arr=arr):
-                with open(tmp, "wb") as fh:
-                    np.save(fh, arr)
+            with open(tmp, "wb") as fh:  # np.save appends .npy to names without it: give it an open file
+                np.save(fh, arrays[key])
         elif fmt == "pt":
             import torch
 
-            def write(tmp, arr=arr, more=more):
-                tensors = {name: torch.from_numpy(a) for name, a in {key: arr, **more}.items()}
-                torch.save(tensors if more else tensors[key], tmp)
+            tensors = {name: torch.from_numpy(a) for name, a in arrays.items()}
+            torch.save(tensors if extra else tensors[key], tmp)
         else:
             import h5py
 
-            def write(tmp, arr=arr, more=more):
-                with h5py.File(tmp, "w") as fh:
-                    for name, a in {key: arr, **more}.items():
-                        fh.create_dataset(name, data=a)
-        _atomic_write(path, write)
+            with h5py.File(tmp, "w") as fh:
+                for name, a in arrays.items():
+                    fh.create_dataset(name, data=a)
+
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    for j, (bag_id, bag) in enumerate(zip(ids, bags)):
+        arrays = {key: np.ascontiguousarray(np.asarray(bag, dtype=dtype)),
+                  **{name: np.ascontiguousarray(np.asarray(a[j])) for name, a in extra.items()}}
+        _atomic_write(root / f"{bag_id}.{fmt}", lambda tmp: write(tmp, arrays))
     table = {bag_col: ids}
     if y is not None:
-        if len(y) != len(ids):
-            raise ValueError(f"Got {len(ids)} bags but {len(y)} labels.")
         table[label_col] = list(y)
     labels = root / labels_name
     _atomic_write(labels, lambda tmp: pd.DataFrame(table).to_csv(tmp, index=False))

@@ -103,7 +103,7 @@ def _progress_bar(total: int | None, desc: str, enabled: bool):
     return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=desc, leave=False)
 
 
-def download_deadline(deadline: float | None = None) -> float:
+def download_deadline(deadline: float | None = None, name: str = "deadline") -> float:
     """The overall download limit in seconds: ``deadline``, else the environment, else the default.
 
     Parameters
@@ -111,6 +111,8 @@ def download_deadline(deadline: float | None = None) -> float:
     deadline : float, optional
         Seconds; ``None`` reads ``$MINITORCH_PROTO_DOWNLOAD_TIMEOUT``, falling back to
         :data:`DEFAULT_DOWNLOAD_TIMEOUT`.
+    name : str
+        The caller's name for ``deadline``, for the message.
 
     Returns
     -------
@@ -121,7 +123,7 @@ def download_deadline(deadline: float | None = None) -> float:
     ValueError
         If the value (or the environment variable) is not a positive number.
     """
-    source = "deadline"
+    source = name
     if deadline is None:
         env = os.environ.get(DOWNLOAD_TIMEOUT_ENV_VAR, "").strip()
         if not env:
@@ -134,9 +136,9 @@ def download_deadline(deadline: float | None = None) -> float:
     try:
         value = float(deadline)
     except (TypeError, ValueError):
-        raise ValueError(f"the download deadline must be a number of seconds, got {deadline!r}.") from None
+        raise ValueError(f"{source} must be a number of seconds, got {deadline!r}.") from None
     if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"the download deadline ({source}) must be a positive number of seconds, got {deadline!r}.")
+        raise ValueError(f"{source} must be a positive number of seconds (the download deadline), got {deadline!r}.")
     return value
 
 

@@ -589,4 +589,8 @@ def evidence_table(clf: Any, bags: Sequence[np.ndarray], bag_ids: Sequence | Non
         order = np.argsort(np.where(np.isnan(s), np.inf, -s), kind="stable")[:top]
         frames.append(pd.DataFrame({"bag": [bag_id] * len(order), "instance": order, "evidence": s[order],
                                     "rank": np.arange(1, len(order) + 1)}))
+    if not frames:  # no bags: the table's columns, no rows
+        return pd.DataFrame({"bag": pd.Series([], dtype=object), "instance": np.array([], dtype=np.int64),
+                             "evidence": [],
+                             "rank": np.array([], dtype=np.int64)})
     return pd.concat(frames, ignore_index=True)

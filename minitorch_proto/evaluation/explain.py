@@ -75,7 +75,9 @@ ATTRIBUTION_RULE = (
 # --------------------------------------------------------------------------- helpers
 def _check_fitted(clf: Any) -> None:
     if not hasattr(clf, "model_") or not hasattr(clf, "standardizer_"):
-        raise ValueError(
+        from sklearn.exceptions import NotFittedError  # a ValueError too, as scikit-learn's
+
+        raise NotFittedError(
             "This function needs a fitted PrototypeMILClassifier (with model_ and standardizer_); "
             "call fit(bags, y) first."
         )
@@ -107,7 +109,7 @@ def _standardised(clf: Any, bags: Sequence[np.ndarray]) -> list[np.ndarray]:
     std = clf.standardizer_.transform(checked)
     # Explanations compute in float64; a bag the model itself cannot score (predict refuses it) has no
     # decision to explain.
-    check_distance_range(std, clf.model_.prototypes.dtype)
+    check_distance_range(std, clf.model_.prototypes.dtype, standardization=getattr(clf, "standardization", None))
     return std
 
 

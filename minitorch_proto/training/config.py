@@ -59,7 +59,12 @@ class TrainConfig:
             raise ValueError(f"sampling must be 'shuffle' or 'replacement', got {self.sampling!r}.")
         if self.lr_halving_every is not None:
             object.__setattr__(self, "lr_halving_every", check_int("lr_halving_every", self.lr_halving_every))
-        object.__setattr__(self, "betas", tuple(self.betas))
+        betas = tuple(self.betas) if isinstance(self.betas, (tuple, list)) else ()
+        if len(betas) != 2 or not all(isinstance(b, (int, float, np.number)) and 0 <= b < 1 for b in betas):
+            raise ValueError(f"betas must be two numbers in [0, 1) (Adam's), got {self.betas!r}.")
+        if not isinstance(self.eps, (int, float, np.number)) or not 0 <= self.eps < np.inf:
+            raise ValueError(f"eps must be a finite number >= 0 (Adam's), got {self.eps!r}.")
+        object.__setattr__(self, "betas", betas)
 
     def lr_factor(self, epoch: int) -> float:
         """Multiplier of both learning rates in ``epoch`` (0-based)."""
