@@ -286,7 +286,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         ``on_epoch_end(epoch, model)``, if given, is called once with epoch 0 before
         training (the initial parameters) and after every epoch, with a
         :class:`PrototypeMIL` holding the current parameters (``standardizer_`` is
-        already fitted by then).
+        already fitted by then). Nothing of an earlier fit survives; a fit that raises leaves the estimator unfitted.
         """
         names = None if feature_names is None else [str(n) for n in feature_names]
         n_cols = np.shape(bags[0])[-1] if names is not None and len(bags) else None
