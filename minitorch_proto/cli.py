@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .about import __version__
-from .cli_inputs import load_benchmarks, load_data, naming_bags
+from .cli_inputs import load_benchmarks, load_data, naming_bags, refuse_overwriting_inputs
 from .serialization import check_input_file, check_output_path, staged_directory, write_atomic
 
 EXIT_USAGE = 2
@@ -65,6 +65,28 @@ def _add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
                    "else the package default)")
 
 
+def _whole(text: str) -> int:
+    """A whole-number option; a huge one is a usage error here, not an overflow deep in numpy or torch."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if abs(value) > 2**31 - 1:
+        raise argparse.ArgumentTypeError(f"{text} is too large (at most {2**31 - 1:,})")
+    return value
+
+
+def _seed(text: str) -> int:
+    """A seed every command takes alike: numpy's range, 0 to 2**32 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 2**32 - 1, got {text}")
+    return value
+
+
 def _positive_seconds(text: str) -> float:
     try:
         value = float(text)
@@ -78,12 +100,12 @@ def _positive_seconds(text: str) -> float:
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model and training (defaults: the paper's Table 1 for the chosen benchmark)")
-    g.add_argument("--prototypes", type=int, default=None, help="number of prototypes D (24)")
+    g.add_argument("--prototypes", type=_whole, default=None, help="number of prototypes D (24)")
     g.add_argument("--distance", default=None, choices=["euclidean", "sqeuclidean", "manhattan", "cosine", "pseudo"])
     g.add_argument("--pooling", default=None, help="comma-separated subset of min,mean,max (min)")
     g.add_argument("--no-layer-norm", action="store_true", help="switch off per-bag layer normalisation")
-    g.add_argument("--epochs", type=int, default=None, help="epochs (100)")
-    g.add_argument("--batch-size", type=int, default=None,
+    g.add_argument("--epochs", type=_whole, default=None, help="epochs (100)")
+    g.add_argument("--batch-size", type=_whole, default=None,
                    help="bags per step (1); under torchrun the global minibatch, split across the processes")
     g.add_argument("--lr-prototypes", type=float, default=None)
     g.add_argument("--lr-classifier", type=float, default=None)
@@ -92,11 +114,12 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lambda-d", type=float, default=None)
     g.add_argument("--standardization", default="feature", choices=["feature", "instance", "none"])
     g.add_argument("--compat", default="none", choices=["none", "official"],
-                   help="'official': the published code's behaviour (see NOTES.md); default: the paper")
+                   help="'official': the published code's behaviour (the book's audit page lists it); "
+                   "default: the paper")
     g.add_argument("--device", default="auto", help="auto, cpu or cuda")
     g.add_argument("--backend", default="auto", choices=["auto", "compiled", "tensor"],
                    help="training engine: compiled loops (CPU; the default there) or batched tensors (CPU/CUDA)")
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--seed", type=_seed, default=0)
 
 
 def _encoded(y) -> tuple[np.ndarray, np.ndarray]:
@@ -386,6 +409,9 @@ def cmd_explain(args) -> int:
                                progress=sys.stderr.isatty())  # a bar for a person watching, none in logs
         if args.coords_key:  # e.g. CLAM's 'coords': where each patch lies on the slide, for heatmaps
             table = _with_coordinates(args, maps, data, table)
+    # Which class "positive" means: the second in sorted order, which a user's labels may not make obvious.
+    print(f"evidence for class {clf.classes_[1].item()!r} (positive: for it; negative: for "
+          f"{clf.classes_[0].item()!r})", file=sys.stderr)
     return _write_table(table, out, f"the evidence of {len(table)} instances of {data.n_bags} bags")
 
 
@@ -459,8 +485,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "prototype-best (nested "
                    "search + 5-seed ensemble; long), baseline names, or 'all' (every one of these but prototype-best; "
                    "default: prototype)")
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--folds", type=int, default=10)
+    p.add_argument("--repeats", type=_whole, default=5)
+    p.add_argument("--folds", type=_whole, default=10)
     p.add_argument("--out", default="results",
                    help="output folder (default: results/); its result files are replaced together at the end")
     p.add_argument("--reported", action="store_true", help="also list the other methods' figures quoted in the paper")
@@ -480,9 +506,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", default="defaults", choices=["defaults", "common"],
                    help="each method at its defaults, or with the common budget (inner 3-fold tuning over a "
                    "fixed 3-point grid + 5-seed ensemble for stochastic methods)")
-    p.add_argument("--repeats", type=int, default=1)
-    p.add_argument("--folds", type=int, default=10)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=_whole, default=1)
+    p.add_argument("--folds", type=_whole, default=10)
+    p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--out", required=True, help="output folder: results.csv (per fold, a method column), "
                    "summary.csv, comparison.png, run.json")
@@ -491,8 +517,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cv", help="repeated stratified CV of the prototype model on one data set")
     _add_data_args(p)
     _add_model_args(p)
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--folds", type=int, default=10)
+    p.add_argument("--repeats", type=_whole, default=5)
+    p.add_argument("--folds", type=_whole, default=10)
     p.add_argument("--out", default=None, help="CSV of per-fold results")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_cv)
@@ -512,7 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--stream", action="store_true",
                    help="train with the streaming trainer: bags read when needed, in bounded memory "
                    "(always on under torchrun --nproc_per_node N -m minitorch_proto train ...)")
-    g.add_argument("--chunk-size", type=int, default=None,
+    g.add_argument("--chunk-size", type=_whole, default=None,
                    help="instances compared with the prototypes at a time (65536): bounds peak memory")
     g.add_argument("--autocast", default="none", choices=["none", "bf16"],
                    help="bf16 autocast for the distance products (tensor engine or --stream)")
@@ -533,7 +559,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="removal", choices=["removal", "share", "singleton"],
                    help="removal (default): how much the bag's positive-class probability drops without the "
                    "instance; share: the instance's share of the logit; singleton: the logit of the instance alone")
-    p.add_argument("--top", type=int, default=None, help="keep the TOP instances of most evidence per bag")
+    p.add_argument("--top", type=_whole, default=None, help="keep the TOP instances of most evidence per bag")
     p.add_argument("--coords-key", default=None, help="with --bags-dir of .h5 or .pt files: also write this "
                    "per-instance array of each file (CLAM's 'coords': the patch positions), as KEY_0, KEY_1, ...")
     p.add_argument("--heatmaps", default=None, metavar="DIR",
@@ -564,6 +590,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # usage errors exit 2 here, with argparse's usage line
     try:
+        refuse_overwriting_inputs(args)
         return int(args.func(args) or 0)
     except DownloadError as exc:
         # Several lines on purpose: each mirror's error and where to put the file by hand.
@@ -574,6 +601,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except (OSError, RuntimeError) as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_FAILURE
+    except (MemoryError, SystemError) as exc:
+        if not isinstance(exc, MemoryError) and not isinstance(exc.__context__, MemoryError):
+            raise  # a SystemError is the interpreter's; numba wraps an allocation failure in one
+        print("error: out of memory: use fewer prototypes (--prototypes), a smaller --batch-size or --chunk-size, "
+              "or fewer bags at once.", file=sys.stderr)
         return EXIT_FAILURE
 
 

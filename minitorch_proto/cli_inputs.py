@@ -16,7 +16,7 @@ import pandas as pd
 
 from .serialization import check_input_file
 
-__all__ = ["load_benchmark_for", "load_benchmarks", "load_data", "naming_bags"]
+__all__ = ["load_benchmark_for", "load_benchmarks", "load_data", "naming_bags", "refuse_overwriting_inputs"]
 
 
 def load_benchmark_for(args, name: str):
@@ -36,6 +36,36 @@ def load_benchmarks(args, names: Sequence[str]) -> dict:
     return {name: load_benchmark_for(args, name) for name in names}
 
 
+def refuse_overwriting_inputs(args) -> None:
+    """A one-line error when ``--out`` or ``--heatmaps`` is one of the command's inputs.
+
+    Writing there would replace the CSV, the model or the labels being read (or a bag file of
+    ``--bags-dir``) with the results: the run would succeed and the input would be gone.
+    """
+    from .data.bag_files import FEATURE_SUFFIXES
+
+    def where(p) -> Path:
+        return Path(p).expanduser().resolve()
+
+    bags_dir = getattr(args, "bags_dir", None)
+    inputs = {flag: getattr(args, name, None) for flag, name in
+              (("--csv", "csv"), ("--model", "model"), ("--labels", "labels"))}
+    if bags_dir and not inputs["--labels"]:
+        inputs["--labels"] = Path(bags_dir) / "labels.csv"
+    for out_flag, out in (("--out", getattr(args, "out", None)), ("--heatmaps", getattr(args, "heatmaps", None))):
+        if not out:
+            continue
+        target = where(out)
+        for flag, given in inputs.items():
+            if given and where(given) == target:
+                raise ValueError(f"{out_flag} {out} is the {flag} file being read; writing there would destroy it: "
+                                 "choose another path.")
+        if bags_dir and (target == where(bags_dir) and out_flag == "--heatmaps" or
+                         target.parent == where(bags_dir) and target.suffix.lower() in FEATURE_SUFFIXES):
+            raise ValueError(f"{out_flag} {out} is inside --bags-dir {bags_dir}, among the bags being read; "
+                             "choose another path.")
+
+
 def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = None):
     """The data set named by --dataset or --csv, and its feature names (None for benchmarks).
 
@@ -46,13 +76,24 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
     column count is checked instead.
     """
     from .data import from_dataframe
-    from .data.readers import _shown
+    from .data.readers import _shown, ids_as_written
 
     no_header = bool(getattr(args, "no_header", False))
     if no_header and not getattr(args, "csv", None):
         raise ValueError("--no-header describes a --csv file; this command reads no --csv.")
     bag_col = args.bag_col if args.bag_col is not None else ("1" if no_header else "bag")
     label_col = args.label_col if args.label_col is not None else ("0" if no_header else "label")
+    if bag_col == label_col and not (no_header and args.label_col is None):  # that default is settled below
+        raise ValueError(f"--bag-col and --label-col both name column {bag_col!r}; they must differ.")
+    if not getattr(args, "bags_dir", None):
+        for flag, given in (("--labels", getattr(args, "labels", None)),
+                            ("--follow-links", getattr(args, "follow_links", False))):
+            if given:
+                raise ValueError(f"{flag} describes a --bags-dir folder; this command reads no --bags-dir.")
+    if not getattr(args, "csv", None) and not getattr(args, "bags_dir", None):
+        for flag, given in (("--bag-col", args.bag_col), ("--label-col", args.label_col)):
+            if given is not None:
+                raise ValueError(f"{flag} names a column of --csv or --labels; a benchmark's columns are fixed.")
     if getattr(args, "bags_dir", None):
         from .data.disk import DiskBagDataset
 
@@ -76,24 +117,31 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
             if not bag_col.isdigit():
                 raise ValueError(f"--bag-col {bag_col!r}: with --no-header columns are numbered from 0; give a number.")
             df = pd.read_csv(path, header=None, dtype={int(bag_col): str})
+            if int(bag_col) in df.columns:
+                df[int(bag_col)] = ids_as_written(df, path, int(bag_col), header=None)
         else:
             df = pd.read_csv(path, dtype={bag_col: str})
+            _check_names(path, df.columns, _header_names(path))
+            if bag_col in df.columns:
+                df[bag_col] = ids_as_written(df, path, bag_col)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise ValueError(f"--csv {path} is not a readable CSV: {str(exc).splitlines()[0]}") from None
     columns = [str(c) for c in df.columns]
     df.columns = columns
     if no_header and feature_names is not None:
         label_col = _headerless_layout(args, path, len(columns), len(feature_names), labels, label_col)
+    if bag_col == label_col:
+        raise ValueError(f"--bag-col and --label-col both name column {bag_col!r}; they must differ.")
     if bag_col not in columns:
         hint = "name it with --bag-col"
-        if not no_header and _numbers(columns):
+        if not no_header and _looks_like_data(columns):
             hint = "its first row looks like data, not names: for a file without a header add --no-header"
         raise ValueError(f"--csv {path} has no bag column {bag_col!r} (columns: {_shown(columns)}); {hint}.")
-    if label_col not in columns:
-        if labels:
-            raise ValueError(f"--csv {path} has no label column {label_col!r} (columns: {_shown(columns)}); "
-                             "name it with --label-col.")
-        # Unlabelled bags, as a user predicts them: a placeholder label keeps one reader for both cases.
+    if label_col not in columns and labels:
+        raise ValueError(f"--csv {path} has no label column {label_col!r} (columns: {_shown(columns)}); "
+                         "name it with --label-col.")
+    if not labels:
+        # Predicting ignores labels: a placeholder (blank or mixed labels are no error), one reader for both cases.
         df[label_col] = 0
     others = [c for c in columns if c not in (bag_col, label_col)]
     if feature_names is not None and not no_header:  # without a header the columns are the model's in order
@@ -122,8 +170,6 @@ def _headerless_layout(args, path: Path, n_columns: int, n_features: int, labels
     plus a label column unless the bags are unlabelled (predict, explain).
     """
     if n_columns == n_features + 2:
-        if label_col == (args.bag_col if args.bag_col is not None else "1"):
-            raise ValueError(f"--csv {path}: --bag-col and --label-col both name column {label_col}.")
         return label_col
     if n_columns == n_features + 1 and not labels:
         if args.bag_col is None:
@@ -138,6 +184,38 @@ def _headerless_layout(args, path: Path, n_columns: int, n_features: int, labels
     if not labels:
         wanted += f" or {n_features + 1} (bag and features)"
     raise ValueError(f"--csv {path} has {n_columns} columns; the model needs {wanted}.")
+
+
+def _header_names(path: Path) -> list[str]:
+    """The header row as written (pandas renames repeats "a", "a" to "a", "a.1" and blanks to "Unnamed: 2")."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
+        return next(csv.reader(fh), [])
+
+
+def _check_names(path: Path, parsed, written: list[str]) -> None:
+    """Refuse a header whose names pandas had to invent: they would become features nobody named."""
+    if len(written) != len(parsed) or _looks_like_data(written):
+        return  # another dialect than the csv module's, or no header at all (the bag-column check says so)
+    blank = [j for j, n in enumerate(written) if not n.strip()]
+    if blank:
+        hint = " (a saved index? write the CSV with index=False)" if blank == [0] else ""
+        raise ValueError(f"--csv {path}: column {blank[0]} has no name in the header{hint}; name or drop it.")
+    seen: set[str] = set()
+    repeated = [n for n in written if n in seen or seen.add(n)]
+    if repeated:
+        raise ValueError(f"--csv {path}: the header names {_shown_text(repeated)} twice; each column needs its "
+                         "own name.")
+
+
+def _shown_text(names: list[str]) -> str:
+    return ", ".join(repr(n) for n in names[:5]) + (" ..." if len(names) > 5 else "")
+
+
+def _looks_like_data(names: Sequence[str]) -> bool:
+    """Whether a header row reads as a row of data: numbers, but for one text bag id (``0,b000,0.1,...``)."""
+    return len(names) > 2 and sum(not _numbers([n]) for n in names) <= 1
 
 
 def _numbers(names: Sequence[str]) -> bool:

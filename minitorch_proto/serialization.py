@@ -446,6 +446,8 @@ def check_output_path(path: str | os.PathLike, kind: str = "file", what: str = "
     p = Path(path).expanduser()
     if str(path) == "":
         raise ValueError(f"{what} is empty; give a path.")
+    if kind == "file" and str(path).endswith(("/", os.sep)):  # Path() drops the slash that says "a folder"
+        raise ValueError(f"{what} {path} ends with a separator, which names a folder; give a file path.")
     if kind == "file" and p.is_dir():
         raise ValueError(f"{what} {p} is a folder; give a file path.")
     if kind == "dir" and p.exists() and not p.is_dir():

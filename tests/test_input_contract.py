@@ -218,3 +218,88 @@ def test_a_used_results_folder_keeps_no_stale_file_of_the_last_run(tmp_path):
         (stage / "results.csv").write_text("b")
     assert (out / "results.csv").read_text() == "b"
     assert not (out / "tuning_choices.csv").exists() and (out / "my_notes.txt").read_text() == "kept"
+
+
+def test_ids_pandas_reads_as_missing_stay_names(tmp_path, capsys):
+    # "NA", "null", "None", "nan" are bag names here; only an empty cell is a missing id.
+    ids = ["NA", "null", "None", "nan", "N/A", "b5"]
+    path = _csv(tmp_path / "na.csv", ids, [0, 1, 0, 1, 0, 1])
+    assert list(load_bags_csv(path).bag_ids) == ids
+    model, preds = tmp_path / "m.safetensors", tmp_path / "p.csv"
+    assert _run(capsys, "train", "--csv", path, *FAST, "--out", model)[0] == 0
+    assert _run(capsys, "predict", "--model", model, "--csv", path, "--out", preds)[0] == 0
+    assert list(pd.read_csv(preds, dtype={"bag": str}, keep_default_na=False).bag) == ids
+    bags, y = make_concept_bags(n_bags=6, n_features=3)
+    ids[4] = "NULL"  # "N/A" is a path, not a file name
+    labels = write_bag_folder(tmp_path / "folder", bags, y, ids)  # the writer's folder, read back by the reader
+    code, _, err = _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "folder", "--out", preds)
+    assert code == 0, err
+    assert list(pd.read_csv(preds, dtype={"bag": str}, keep_default_na=False).bag) == ids and labels.exists()
+    blank = _csv(tmp_path / "blank.csv", ["a", "b", "c", "d"], [0, 1, 0, 1], values={(2, "bag"): None,
+                                                                                    (5, "bag"): None})
+    code, _, err = _run(capsys, "train", "--csv", blank, *FAST, "--out", model)
+    assert code == 2 and err.endswith("is missing a value (row 2).")  # row 2, not np.int64(2)
+
+
+def test_predict_ignores_blank_or_mixed_labels(tmp_path, capsys):
+    path = _csv(tmp_path / "d.csv", ["a", "b", "c", "d"], [0, 1, 0, 1])
+    model = tmp_path / "m.safetensors"
+    assert _run(capsys, "train", "--csv", path, *FAST, "--out", model)[0] == 0
+    code, want, _ = _run(capsys, "predict", "--model", model, "--csv", path)
+    frame = pd.read_csv(path)
+    for name, labels in (("blank", np.nan), ("mixed", np.arange(len(frame)) % 2)):
+        frame.assign(label=labels).to_csv(tmp_path / f"{name}.csv", index=False)
+        code, out, err = _run(capsys, "predict", "--model", model, "--csv", tmp_path / f"{name}.csv")
+        assert code == 0 and out == want, (name, err)
+
+
+def test_outputs_never_overwrite_inputs(tmp_path, capsys):
+    path = _csv(tmp_path / "d.csv", ["a", "b", "c", "d"], [0, 1, 0, 1])
+    model = tmp_path / "m.safetensors"
+    assert _run(capsys, "train", "--csv", path, *FAST, "--out", model)[0] == 0
+    before = {p: p.read_bytes() for p in (path, model)}
+    for argv, flag in (
+        (["train", "--csv", path, *FAST, "--out", path], "--csv"),
+        (["predict", "--model", model, "--csv", path, "--out", path], "--csv"),
+        (["predict", "--model", model, "--csv", path, "--out", model], "--model"),
+        (["explain", "--model", model, "--csv", path, "--out", model], "--model"),
+        (["cv", "--csv", path, "--folds", "2", "--repeats", "1", *FAST, "--out", tmp_path / "." / "d.csv"], "--csv"),
+    ):
+        code, _, err = _run(capsys, *argv)
+        assert code == 2 and f"is the {flag} file being read" in err
+    assert {p: p.read_bytes() for p in before} == before
+    bags, y = make_concept_bags(n_bags=4, n_features=3)
+    write_bag_folder(tmp_path / "bags", bags, y, fmt="npy")
+    code, _, err = _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags",
+                        "--out", tmp_path / "bags" / "0.npy")
+    assert code == 2 and "inside --bags-dir" in err
+    code, _, err = _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags",
+                        "--out", tmp_path / "bags" / "labels.csv")
+    assert code == 2 and "is the --labels file being read" in err
+
+
+def test_headers_pandas_would_rename_are_refused(tmp_path, capsys):
+    path = _csv(tmp_path / "d.csv", ["a", "b", "c", "d"], [0, 1, 0, 1])
+    frame = pd.read_csv(path)
+    cases = {
+        "repeated": (frame.set_axis(["bag", "label", "f0", "label", "f2"], axis=1), False, "names 'label' twice"),
+        "saved index": (frame, True, "column 0 has no name in the header (a saved index?"),
+    }
+    for name, (table, index, words) in cases.items():
+        table.to_csv(tmp_path / f"{name}.csv", index=index)
+        code, _, err = _run(capsys, "train", "--csv", tmp_path / f"{name}.csv", *FAST, "--out", tmp_path / "m.pt")
+        assert code == 2 and words in err, (name, err)
+    # A headerless file in the benchmarks' layout, text bag ids and all, gets the --no-header advice.
+    frame[["label", "bag", "f0", "f1", "f2"]].to_csv(tmp_path / "classic.csv", index=False, header=False)
+    code, _, err = _run(capsys, "train", "--csv", tmp_path / "classic.csv", *FAST, "--out", tmp_path / "m.pt")
+    assert code == 2 and "add --no-header" in err
+    code, _, err = _run(capsys, "train", "--csv", path, "--label-col", "bag", *FAST, "--out", tmp_path / "m.pt")
+    assert code == 2 and "both name column 'bag'" in err
+
+
+def test_explain_says_which_class_its_evidence_is_for(tmp_path, capsys):
+    path = _csv(tmp_path / "d.csv", ["a", "b", "c", "d"], ["normal", "tumour", "normal", "tumour"])
+    model = tmp_path / "m.safetensors"
+    assert _run(capsys, "train", "--csv", path, *FAST, "--out", model)[0] == 0
+    code, _, err = _run(capsys, "explain", "--model", model, "--csv", path, "--top", "1")
+    assert code == 0 and "evidence for class 'tumour' (positive: for it; negative: for 'normal')" in err

@@ -101,8 +101,12 @@ class DiskBagDataset(Sequence):
                 and not labels.resolve().is_relative_to(root.resolve())):
             # The folder's own labels file is the stranger's too; one named on purpose elsewhere is the user's.
             raise BagFileError(f"{labels} leads outside {root} (to {labels.resolve()}); {_LINK_ADVICE}.")
+        from .readers import ids_as_written
+
         try:
             table = pd.read_csv(labels, dtype={bag_col: str})
+            if bag_col in table.columns:  # "NA" is a bag's name here, as write_bag_folder writes it
+                table[bag_col] = ids_as_written(table, labels, bag_col)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
             raise BagFileError(f"{labels}: not a readable CSV ({_first_line(exc)}).") from None
         if bag_col not in table.columns:

@@ -344,11 +344,11 @@ def from_dataframe(
     check_feature_values(X, where, columns=feature_cols, rows=df.index)
     keys = df[bag_col].to_numpy()
     if pd.isna(df[bag_col]).any():
-        row = df.index[pd.isna(df[bag_col]).to_numpy()][0]
+        row = _plain(df.index[pd.isna(df[bag_col]).to_numpy()][0])
         raise ValueError(f"{where}: bag column {bag_col!r} is missing a value (row {row!r}).")
     lab = df[label_col]
     if lab.isna().any():
-        row = df.index[lab.isna().to_numpy()][0]
+        row = _plain(df.index[lab.isna().to_numpy()][0])
         raise ValueError(f"{where}: label column {label_col!r} is missing a value (row {row!r}).")
     # The classes are the labels as given (strings, -1/+1, 0/1, booleans), as scikit-learn keeps them.
     try:
@@ -387,6 +387,21 @@ def check_feature_values(X: np.ndarray, where: str, *, columns=None, rows=None) 
                          f"value {float(X[row, col])!r}).")
 
 
+def ids_as_written(table: pd.DataFrame, path: str | os.PathLike, column, header="infer", **read_kwargs) -> pd.Series:
+    """``table[column]`` (read from the CSV ``path``) with ids pandas took for missing values restored.
+
+    pandas reads "NA", "null", "None", "nan" and the like as NaN in every column; a bag id is a
+    name, so only an empty cell is a missing id. The column is read again, as text, only when
+    the first read found a missing id.
+    """
+    ids = table[column]
+    if not ids.isna().any():
+        return ids
+    raw = pd.read_csv(path, header=header, usecols=[column], dtype=str, keep_default_na=False, **read_kwargs)
+    raw = raw.iloc[:, 0]
+    return raw.where(raw != "", np.nan).set_axis(ids.index)
+
+
 def load_bags_csv(
     path: str | os.PathLike,
     bag_col: str = "bag",
@@ -418,6 +433,8 @@ def load_bags_csv(
     dtype.setdefault(bag_col, str)  # ids are names: "007" and "7" are two bags, written back as given
     try:
         df = pd.read_csv(path, dtype=dtype, **read_csv_kwargs)
+        if bag_col in df.columns:
+            df[bag_col] = ids_as_written(df, path, bag_col, **read_csv_kwargs)
     except pd.errors.EmptyDataError as exc:
         raise ValueError(f"{path} is empty.") from exc
     ds = from_dataframe(
