@@ -102,7 +102,8 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
             raise ValueError(f"--bags-dir {bags_dir} is not a folder.")
         labels_path = args.labels or bags_dir / "labels.csv"
         check_input_file(labels_path, "--labels")
-        ds = DiskBagDataset(bags_dir, labels_path, bag_col=bag_col, label_col=label_col,
+        # Predicting reads no labels: a blank or odd label column is no error then.
+        ds = DiskBagDataset(bags_dir, labels_path, bag_col=bag_col, label_col=label_col if labels else None,
                             follow_links=getattr(args, "follow_links", False))
         if labels and ds.y is None:
             raise ValueError(f"--labels {labels_path} has no label column {label_col!r} (columns: {ds.columns}); "

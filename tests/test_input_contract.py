@@ -251,6 +251,13 @@ def test_predict_ignores_blank_or_mixed_labels(tmp_path, capsys):
         frame.assign(label=labels).to_csv(tmp_path / f"{name}.csv", index=False)
         code, out, err = _run(capsys, "predict", "--model", model, "--csv", tmp_path / f"{name}.csv")
         assert code == 0 and out == want, (name, err)
+    bags, y = make_concept_bags(n_bags=4, n_features=3)
+    labels = write_bag_folder(tmp_path / "bags", bags, y, ["a", "b", "c", "d"])
+    pd.DataFrame({"bag": ["a", "b", "c", "d"], "label": ["", "", "", ""]}).to_csv(labels, index=False)
+    code, out, err = _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags")
+    assert code == 0 and out.splitlines()[0].startswith("bag,predicted"), err  # the folder's blank labels
+    code, _, err = _run(capsys, "cv", "--bags-dir", tmp_path / "bags", "--folds", "2", "--repeats", "1", *FAST)
+    assert code == 2 and "has no label" in err  # training still needs them
 
 
 def test_outputs_never_overwrite_inputs(tmp_path, capsys):

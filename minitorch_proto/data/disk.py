@@ -47,7 +47,8 @@ class DiskBagDataset(Sequence):
         CSV with one row per bag: a bag-id column and, for training, a label column.
         Only the bags it lists are used, in its order.
     bag_col, label_col : str
-        Column names in ``labels`` (the CLI's ``--bag-col``/``--label-col``).
+        Column names in ``labels`` (the CLI's ``--bag-col``/``--label-col``); ``label_col=None``
+        reads no labels (``y`` is None), as for bags only to be predicted.
     key : str
         Dataset name inside ``.h5`` files, or dict key inside ``.pt`` files.
     check_finite : bool
@@ -83,7 +84,7 @@ class DiskBagDataset(Sequence):
         labels: str | os.PathLike,
         *,
         bag_col: str = "bag",
-        label_col: str = "label",
+        label_col: str | None = "label",
         key: str = "features",
         check_finite: bool = True,
         name: str | None = None,
