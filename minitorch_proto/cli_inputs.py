@@ -108,6 +108,8 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         if labels and ds.y is None:
             raise ValueError(f"--labels {labels_path} has no label column {label_col!r} (columns: {ds.columns}); "
                              "name it with --label-col.")
+        if labels:
+            _check_label_column(ds.y, f"--labels {labels_path}", label_col)
         return ds, None
     if not getattr(args, "csv", None):
         return load_benchmark_for(args, args.dataset), None
@@ -158,10 +160,31 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
             raise ValueError(f"--csv {path} has column(s) {_shown(extra)} that the model was not trained on; "
                              f"drop them (the model uses {len(names)} features).")
         others = names
-    ds = from_dataframe(df, bag_col=bag_col, label_col=label_col, feature_cols=others, name=path.stem,
-                        where=str(path))
+    try:
+        ds = from_dataframe(df, bag_col=bag_col, label_col=label_col, feature_cols=others, name=path.stem,
+                            where=str(path))
+    except ValueError as exc:  # the library's words name its arguments (y, feature_cols); the command line has none
+        raise ValueError(_label_wording(str(exc).replace(", or pass feature_cols=.", "."), f"--csv {path}",
+                                        label_col)) from None
+    if labels:
+        _check_label_column(ds.y, f"--csv {path}", label_col)
     ds.source = str(path)
     return ds, others
+
+
+def _check_label_column(y, where: str, label_col: str) -> None:
+    """The labels a command will fit on, checked here so the message names the file and the column, not ``y``."""
+    from .validation import check_labels
+
+    try:
+        check_labels(y)
+    except ValueError as exc:
+        raise ValueError(_label_wording(str(exc), where, label_col)) from None
+
+
+def _label_wording(text: str, where: str, label_col: str) -> str:
+    """An error about ``y`` as the command line says it: the file and its label column."""
+    return f"{where}: label column {label_col!r} {text[2:]}" if text.startswith("y ") else text
 
 
 def _headerless_layout(args, path: Path, n_columns: int, n_features: int, labels: bool, label_col: str) -> str:

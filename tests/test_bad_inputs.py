@@ -258,6 +258,15 @@ CASES = [
          2, ("zz",)),
     Case("train CSV without label column", lambda e: ["train", "--csv", str(e.write_csv(
         "nolabel.csv", e.frame.drop(columns="label"))), "--out", str(e.path("m3")), *QUICK], 2, ("label",)),
+    Case("train CSV with one class", lambda e: ["train", "--csv", str(e.write_csv(
+        "onecls.csv", e.frame.assign(label=1))), "--out", str(e.path("m3")), *QUICK], 2,
+        ("--csv", "label column 'label' has 1 distinct"), absent=("y has",)),
+    Case("train CSV with continuous labels", lambda e: ["train", "--csv", str(e.write_csv(
+        "contlab.csv", e.frame.assign(label=e.frame.label + 0.5))), "--out", str(e.path("m3")), *QUICK], 2,
+        ("label column 'label' must hold class labels",), absent=("y must",)),
+    Case("train CSV with a text feature", lambda e: ["train", "--csv", str(e.write_csv(
+        "textfeat.csv", e.frame.assign(f0=e.frame.f0.astype(str) + "x"))), "--out", str(e.path("m3")), *QUICK], 2,
+        ("'f0'", "not numeric"), absent=("feature_cols",)),
     Case("train CSV with 1e30 (--standardization none)", lambda e: ["train", "--csv", str(e.write_csv(
         "huge.csv", e.frame.assign(f1=np.where(e.frame.bag == "b3", 1e30, e.frame.f1)))), "--out",
         str(e.path("m4")), "--standardization", "none", *QUICK], 2, ("'b3'",)),
