@@ -65,26 +65,25 @@ def _add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
                    "else the package default)")
 
 
-def _whole(text: str) -> int:
-    """A whole-number option; a huge one is a usage error here, not an overflow deep in numpy or torch."""
+def _int_in(text: str, low: int, high: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if abs(value) > 2**31 - 1:
-        raise argparse.ArgumentTypeError(f"{text} is too large (at most {2**31 - 1:,})")
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{text} is out of range ({what})")
     return value
+
+
+def _whole(text: str) -> int:
+    """A whole-number option; a huge one is a usage error here, not an overflow deep in numpy or torch.
+    Its sign is the command's to check (a negative count gets the library's one-line message)."""
+    return _int_in(text, -(2**31 - 1), 2**31 - 1, f"too large: at most {2**31 - 1:,}")
 
 
 def _seed(text: str) -> int:
-    """A seed every command takes alike: numpy's range, 0 to 2**32 - 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"must be from 0 to 2**32 - 1, got {text}")
-    return value
+    """A seed every command takes alike: numpy's range."""
+    return _int_in(text, 0, 2**32 - 1, "a seed is from 0 to 2**32 - 1")
 
 
 def _positive_seconds(text: str) -> float:
