@@ -94,6 +94,7 @@ def test_write_bag_folder_refuses_what_its_reader_would_and_writes_nothing(data,
         "NaN": (dict(bags=[bags[0], np.full_like(bags[1], np.nan)], y=y[:2], bag_ids=None), "NaN"),
         "missing label": (dict(bags=bags[:2], y=[1, None], bag_ids=None), "missing label"),
         "labels short": (dict(bags=bags[:3], y=y[:2], bag_ids=None), "3 bags but 2 labels"),
+        "label read back as missing": (dict(bags=bags[:2], y=["NA", "pos"], bag_ids=None), "'NA' would read back"),
     }
     for name, (kwargs, words) in cases.items():
         root = tmp_path / name.replace(" ", "_")

@@ -20,6 +20,7 @@ unreadable file is a one-line :class:`BagFileError` naming it
 from __future__ import annotations
 
 import errno
+import io
 import os
 import tempfile
 from pathlib import Path
@@ -405,6 +406,11 @@ def write_bag_folder(
                          "unique.")
     if y is not None:
         check_labels(y, len(ids), min_classes=1)
+        # The reader parses the labels file as pandas does: a label such as "NA" would come back missing.
+        back = pd.read_csv(io.StringIO(pd.DataFrame({"y": list(y)}).to_csv(index=False)))["y"]
+        if back.isna().any():
+            raise ValueError(f"label {list(y)[int(np.flatnonzero(back.isna())[0])]!r} would read back as a missing "
+                             "label (pandas reads it so); use another name for that class.")
     extra = dict(instance_arrays or {})
     if extra and fmt == "npy":
         raise ValueError("instance_arrays need fmt='h5' or 'pt': a .npy file holds one array.")
