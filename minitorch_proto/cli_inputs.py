@@ -48,10 +48,8 @@ def refuse_overwriting_inputs(args) -> None:
         return Path(p).expanduser().resolve()
 
     bags_dir = getattr(args, "bags_dir", None)
-    inputs = {flag: getattr(args, name, None) for flag, name in
-              (("--csv", "csv"), ("--model", "model"), ("--labels", "labels"))}
-    if bags_dir and not inputs["--labels"]:
-        inputs["--labels"] = Path(bags_dir) / "labels.csv"
+    inputs = {flag: getattr(args, name, None) for flag, name in (("--csv", "csv"), ("--model", "model"))}
+    inputs["--labels"] = _labels_path(args) if bags_dir else getattr(args, "labels", None)
     for out_flag, out in (("--out", getattr(args, "out", None)), ("--heatmaps", getattr(args, "heatmaps", None))):
         if not out:
             continue
@@ -64,6 +62,11 @@ def refuse_overwriting_inputs(args) -> None:
                          target.parent == where(bags_dir) and target.suffix.lower() in FEATURE_SUFFIXES):
             raise ValueError(f"{out_flag} {out} is inside --bags-dir {bags_dir}, among the bags being read; "
                              "choose another path.")
+
+
+def _labels_path(args) -> Path:
+    """The labels file of ``--bags-dir``: ``--labels``, else the folder's own labels.csv."""
+    return Path(args.labels) if args.labels else Path(args.bags_dir) / "labels.csv"
 
 
 def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = None):
@@ -100,7 +103,7 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         bags_dir = Path(args.bags_dir)
         if not bags_dir.is_dir():
             raise ValueError(f"--bags-dir {bags_dir} is not a folder.")
-        labels_path = args.labels or bags_dir / "labels.csv"
+        labels_path = _labels_path(args)
         check_input_file(labels_path, "--labels")
         # Predicting reads no labels: a blank or odd label column is no error then.
         ds = DiskBagDataset(bags_dir, labels_path, bag_col=bag_col, label_col=label_col if labels else None,
