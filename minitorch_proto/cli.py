@@ -60,25 +60,41 @@ def _add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
     p.add_argument("--no-verify", action="store_true",
                    help="skip the sha256 check of a local benchmark copy (e.g. re-saved with other line endings); "
                    "the bag, instance and feature counts are still checked")
-    p.add_argument("--download-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+    p.add_argument("--download-timeout", type=_number(positive=True, unit=" of seconds"), default=None,
+                   metavar="SECONDS",
                    help="overall limit for downloading one file (default: $MINITORCH_PROTO_DOWNLOAD_TIMEOUT, "
                    "else the package default)")
 
 
-def _int_in(text: str, low: int, high: int, what: str) -> int:
+def _int_in(text: str, low: int, high: int, what: str = "") -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if not low <= value <= high:
-        raise argparse.ArgumentTypeError(f"{text} is out of range ({what})")
+        limit = f"too large: at most {high:,}" if value > high else f"at least {low}"
+        raise argparse.ArgumentTypeError(f"{text} is out of range ({what or limit})")
     return value
 
 
-def _whole(text: str) -> int:
-    """A whole-number option; a huge one is a usage error here, not an overflow deep in numpy or torch.
-    Its sign is the command's to check (a negative count gets the library's one-line message)."""
-    return _int_in(text, -(2**31 - 1), 2**31 - 1, f"too large: at most {2**31 - 1:,}")
+def _count(low: int):
+    """A whole-number option of at least ``low``. Checked here, the error names the flag (not the
+    estimator parameter behind it), and a huge one is no overflow deep in numpy or torch."""
+    return lambda text: _int_in(text, low, 2**31 - 1)
+
+
+def _number(*, positive: bool, unit: str = ""):
+    """A finite real option: positive (a learning rate, seconds) or at least 0 (a penalty weight)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number{unit}") from None
+        if not np.isfinite(value) or value < 0 or (positive and value == 0):
+            raise argparse.ArgumentTypeError(f"must be a finite number{unit} {'> 0' if positive else '>= 0'}, "
+                                             f"got {text!r}")
+        return value
+    return parse
 
 
 def _seed(text: str) -> int:
@@ -86,31 +102,20 @@ def _seed(text: str) -> int:
     return _int_in(text, 0, 2**32 - 1, "a seed is from 0 to 2**32 - 1")
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not np.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
-
-
-
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model and training (defaults: the paper's Table 1 for the chosen benchmark)")
-    g.add_argument("--prototypes", type=_whole, default=None, help="number of prototypes D (24)")
+    g.add_argument("--prototypes", type=_count(1), default=None, help="number of prototypes D (24)")
     g.add_argument("--distance", default=None, choices=["euclidean", "sqeuclidean", "manhattan", "cosine", "pseudo"])
     g.add_argument("--pooling", default=None, help="comma-separated subset of min,mean,max (min)")
     g.add_argument("--no-layer-norm", action="store_true", help="switch off per-bag layer normalisation")
-    g.add_argument("--epochs", type=_whole, default=None, help="epochs (100)")
-    g.add_argument("--batch-size", type=_whole, default=None,
+    g.add_argument("--epochs", type=_count(1), default=None, help="epochs (100)")
+    g.add_argument("--batch-size", type=_count(1), default=None,
                    help="bags per step (1); under torchrun the global minibatch, split across the processes")
-    g.add_argument("--lr-prototypes", type=float, default=None)
-    g.add_argument("--lr-classifier", type=float, default=None)
-    g.add_argument("--lambda-w", type=float, default=None)
-    g.add_argument("--lambda-p", type=float, default=None)
-    g.add_argument("--lambda-d", type=float, default=None)
+    g.add_argument("--lr-prototypes", type=_number(positive=True), default=None)
+    g.add_argument("--lr-classifier", type=_number(positive=True), default=None)
+    g.add_argument("--lambda-w", type=_number(positive=False), default=None)
+    g.add_argument("--lambda-p", type=_number(positive=False), default=None)
+    g.add_argument("--lambda-d", type=_number(positive=False), default=None)
     g.add_argument("--standardization", default="feature", choices=["feature", "instance", "none"])
     g.add_argument("--compat", default="none", choices=["none", "official"],
                    help="'official': the published code's behaviour (the book's audit page lists it); "
@@ -484,8 +489,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "prototype-best (nested "
                    "search + 5-seed ensemble; long), baseline names, or 'all' (every one of these but prototype-best; "
                    "default: prototype)")
-    p.add_argument("--repeats", type=_whole, default=5)
-    p.add_argument("--folds", type=_whole, default=10)
+    p.add_argument("--repeats", type=_count(1), default=5)
+    p.add_argument("--folds", type=_count(2), default=10)
     p.add_argument("--out", default="results",
                    help="output folder (default: results/); its result files are replaced together at the end")
     p.add_argument("--reported", action="store_true", help="also list the other methods' figures quoted in the paper")
@@ -505,8 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", default="defaults", choices=["defaults", "common"],
                    help="each method at its defaults, or with the common budget (inner 3-fold tuning over a "
                    "fixed 3-point grid + 5-seed ensemble for stochastic methods)")
-    p.add_argument("--repeats", type=_whole, default=1)
-    p.add_argument("--folds", type=_whole, default=10)
+    p.add_argument("--repeats", type=_count(1), default=1)
+    p.add_argument("--folds", type=_count(2), default=10)
     p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--out", required=True, help="output folder: results.csv (per fold, a method column), "
@@ -516,8 +521,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("cv", help="repeated stratified CV of the prototype model on one data set")
     _add_data_args(p)
     _add_model_args(p)
-    p.add_argument("--repeats", type=_whole, default=5)
-    p.add_argument("--folds", type=_whole, default=10)
+    p.add_argument("--repeats", type=_count(1), default=5)
+    p.add_argument("--folds", type=_count(2), default=10)
     p.add_argument("--out", default=None, help="CSV of per-fold results")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_cv)
@@ -537,7 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--stream", action="store_true",
                    help="train with the streaming trainer: bags read when needed, in bounded memory "
                    "(always on under torchrun --nproc_per_node N -m minitorch_proto train ...)")
-    g.add_argument("--chunk-size", type=_whole, default=None,
+    g.add_argument("--chunk-size", type=_count(1), default=None,
                    help="instances compared with the prototypes at a time (65536): bounds peak memory")
     g.add_argument("--autocast", default="none", choices=["none", "bf16"],
                    help="bf16 autocast for the distance products (tensor engine or --stream)")
@@ -558,7 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="removal", choices=["removal", "share", "singleton"],
                    help="removal (default): how much the bag's positive-class probability drops without the "
                    "instance; share: the instance's share of the logit; singleton: the logit of the instance alone")
-    p.add_argument("--top", type=_whole, default=None, help="keep the TOP instances of most evidence per bag")
+    p.add_argument("--top", type=_count(1), default=None, help="keep the TOP instances of most evidence per bag")
     p.add_argument("--coords-key", default=None, help="with --bags-dir of .h5 or .pt files: also write this "
                    "per-instance array of each file (CLAM's 'coords': the patch positions), as KEY_0, KEY_1, ...")
     p.add_argument("--heatmaps", default=None, metavar="DIR",
@@ -572,7 +577,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("datasets", help="list the benchmarks and where they are found")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--download", action="store_true", help="download the missing ones into the cache")
-    p.add_argument("--download-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+    p.add_argument("--download-timeout", type=_number(positive=True, unit=" of seconds"), default=None,
+                   metavar="SECONDS",
                    help="overall limit for downloading one file")
     p.set_defaults(func=cmd_datasets)
     return parser
