@@ -79,7 +79,7 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
     column count is checked instead.
     """
     from .data import from_dataframe
-    from .data.readers import _shown, ids_as_written
+    from .data.readers import _shown, ids_as_written, index_by_line
 
     no_header = bool(getattr(args, "no_header", False))
     if no_header and not getattr(args, "csv", None):
@@ -132,6 +132,7 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
                 df[bag_col] = ids_as_written(df, path, bag_col)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise ValueError(f"--csv {path} is not a readable CSV: {str(exc).splitlines()[0]}") from None
+    index_by_line(df, header=not no_header)
     columns = [str(c) for c in df.columns]
     df.columns = columns
     if no_header and feature_names is not None:

@@ -65,7 +65,7 @@ def test_values_float32_cannot_hold_are_refused_in_one_line(tmp_path, capsys, st
     code, _, err = _run(capsys, "train", "--csv", path, *FAST, *(["--stream"] if stream else []),
                         "--out", tmp_path / "m.safetensors")
     assert code == 2 and len(err.splitlines()) == 1
-    assert str(path) in err and "'f1'" in err and "row 5" in err and "float32" in err
+    assert str(path) in err and "'f1'" in err and "line 7" in err and "float32" in err
     assert "value 1e+300" in err and "np.float64" not in err  # the value as the user wrote it
     assert not (tmp_path / "m.safetensors").exists()
     bags, y = make_concept_bags(n_bags=8, n_features=3)
@@ -238,7 +238,34 @@ def test_ids_pandas_reads_as_missing_stay_names(tmp_path, capsys):
     blank = _csv(tmp_path / "blank.csv", ["a", "b", "c", "d"], [0, 1, 0, 1], values={(2, "bag"): None,
                                                                                     (5, "bag"): None})
     code, _, err = _run(capsys, "train", "--csv", blank, *FAST, "--out", model)
-    assert code == 2 and err.endswith("is missing a value (row 2).")  # row 2, not np.int64(2)
+    assert code == 2 and err.endswith("is missing a value (line 4).")  # the file's line 4 (header, 0, 1, 2)
+    assert blank.read_text().splitlines()[3].startswith(",")
+
+
+def test_messages_name_the_line_of_the_file(tmp_path, capsys):
+    """A CSV, a headerless CSV and a folder's labels.csv point at the same line an editor shows."""
+    path = _csv(tmp_path / "d.csv", ["a", "b", "c", "d"], [0, 1, 0, 1], values={(5, "f1"): np.inf,
+                                                                               (6, "label"): None})
+    lines = path.read_text().splitlines()
+    assert "inf" in lines[6] and lines[7].split(",")[1] == ""  # 0-based: line 7 holds inf, line 8 no label
+    with pytest.raises(ValueError, match=r"'f1' holds a missing \(NaN\) or infinite value \(line 7,"):
+        load_bags_csv(path)
+    frame = pd.read_csv(path).drop(index=5)
+    frame.to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"label column 'label' is missing a value \(line 7\)"):
+        load_bags_csv(path)
+    frame.to_csv(tmp_path / "noheader.csv", index=False, header=False)
+    code, _, err = _run(capsys, "train", "--csv", tmp_path / "noheader.csv", "--no-header", "--bag-col", "0",
+                        "--label-col", "1", *FAST, "--out", tmp_path / "m.safetensors")
+    assert code == 2 and err.endswith("is missing a value (line 6).")  # no header: one line earlier
+    with pytest.raises(ValueError, match=r"missing a value \(row 5\)"):  # a DataFrame's own index
+        load_bags_csv(path, skiprows=0)  # reading options of their own: rows, not lines
+    bags, y = make_concept_bags(n_bags=4, n_features=3)
+    labels = write_bag_folder(tmp_path / "bags", bags, y, ["a", "b", "c", "d"])
+    pd.DataFrame({"bag": ["a", "b", "c", "d"], "label": [0, 1, None, 1]}).to_csv(labels, index=False)
+    assert labels.read_text().splitlines()[3] == "c,"
+    code, _, err = _run(capsys, "cv", "--bags-dir", tmp_path / "bags", "--folds", "2", "--repeats", "1", *FAST)
+    assert code == 2 and "bag 'c' (line 4) has no label" in err
 
 
 def test_predict_ignores_blank_or_mixed_labels(tmp_path, capsys):

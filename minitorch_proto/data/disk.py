@@ -117,7 +117,7 @@ class DiskBagDataset(Sequence):
             raise BagFileError(f"{labels}: lists no bags.")
         ids = table[bag_col]
         if ids.isna().any():
-            raise BagFileError(f"{labels}: row {int(np.flatnonzero(ids.isna())[0]) + 2} has no bag id.")
+            raise BagFileError(f"{labels}: line {int(np.flatnonzero(ids.isna())[0]) + 2} has no bag id.")
         for bag_id in ids:
             check_bag_id(bag_id, str(labels))
         dup = ids[ids.duplicated()]
@@ -128,7 +128,7 @@ class DiskBagDataset(Sequence):
             lab = table[label_col]
             if lab.isna().any():
                 bad = int(np.flatnonzero(lab.isna())[0])
-                raise BagFileError(f"{labels}: bag {ids.iloc[bad]!r} (row {bad + 2}) has no label.")
+                raise BagFileError(f"{labels}: bag {ids.iloc[bad]!r} (line {bad + 2}) has no label.")
             y = lab.to_numpy()
         self.root, self.labels_path, self.key = root, labels, key
         self.check_finite = bool(check_finite)

@@ -99,6 +99,21 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+def index_by_line(df: pd.DataFrame, header: bool = True) -> pd.DataFrame:
+    """Number a CSV's rows by their line in the file (a header is line 1), so that a message's row
+    is found in an editor as it is in ``labels.csv``; blank lines, which pandas skips, are not counted."""
+    first = 2 if header else 1
+    df.index = pd.RangeIndex(first, first + len(df), name="line")
+    return df
+
+
+def _row(index: pd.Index, position: int) -> str:
+    """Where a message points: ``line 7`` of a file (see :func:`index_by_line`), else a table's ``row 'a'``."""
+    if index.name == "line":
+        return f"line {index[position]}"
+    return f"row {_plain(index[position])!r}"
+
+
 def _dataset_name(path: Path, name: str | None) -> str:
     return name if name is not None else path.stem.lower()
 
@@ -344,12 +359,12 @@ def from_dataframe(
     check_feature_values(X, where, columns=feature_cols, rows=df.index)
     keys = df[bag_col].to_numpy()
     if pd.isna(df[bag_col]).any():
-        row = _plain(df.index[pd.isna(df[bag_col]).to_numpy()][0])
-        raise ValueError(f"{where}: bag column {bag_col!r} is missing a value (row {row!r}).")
+        row = _row(df.index, int(np.flatnonzero(pd.isna(df[bag_col]).to_numpy())[0]))
+        raise ValueError(f"{where}: bag column {bag_col!r} is missing a value ({row}).")
     lab = df[label_col]
     if lab.isna().any():
-        row = _plain(df.index[lab.isna().to_numpy()][0])
-        raise ValueError(f"{where}: label column {label_col!r} is missing a value (row {row!r}).")
+        row = _row(df.index, int(np.flatnonzero(lab.isna().to_numpy())[0]))
+        raise ValueError(f"{where}: label column {label_col!r} is missing a value ({row}).")
     # The classes are the labels as given (strings, -1/+1, 0/1, booleans), as scikit-learn keeps them.
     try:
         codes, names = pd.factorize(lab, sort=True)
@@ -381,9 +396,9 @@ def check_feature_values(X: np.ndarray, where: str, *, columns=None, rows=None) 
     if bad.any():
         row, col = np.argwhere(bad)[0]
         col_name = columns[col] if columns is not None else col
-        row_name = _plain(rows[row]) if rows is not None else int(row)
+        row_name = _row(rows, int(row)) if rows is not None else f"row {int(row)}"
         # float(): the message reads 1e+300, not np.float64(1e+300).
-        raise ValueError(f"{where}: feature column {col_name!r} holds {what} (row {row_name!r}, "
+        raise ValueError(f"{where}: feature column {col_name!r} holds {what} ({row_name}, "
                          f"value {float(X[row, col])!r}).")
 
 
@@ -433,6 +448,8 @@ def load_bags_csv(
     dtype.setdefault(bag_col, str)  # ids are names: "007" and "7" are two bags, written back as given
     try:
         df = pd.read_csv(path, dtype=dtype, **read_csv_kwargs)
+        if not read_csv_kwargs:  # with skiprows, header=... and the like, lines are not rows + 2
+            index_by_line(df)
         if bag_col in df.columns:
             df[bag_col] = ids_as_written(df, path, bag_col, **read_csv_kwargs)
     except pd.errors.EmptyDataError as exc:
