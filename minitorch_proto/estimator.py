@@ -304,7 +304,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         ``clone(self).set_params(random_state=seed).fit(bags, y)``, but training
         them together costs little more than training one (see :mod:`minitorch_proto.training.batched`).
         """
-        seeds = [int(s) for s in seeds]
+        seeds = [seed_from(s) for s in seeds]  # 0.7 is refused as random_state=0.7 is, not read as 0
         if not seeds:
             raise ValueError("seeds is empty.")
         clones = [clone(self).set_params(random_state=s) for s in seeds]

@@ -29,13 +29,13 @@ from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.model_selection import StratifiedKFold
+from sklearn.model_selection import ParameterGrid, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
 from .baselines.batched_fit import fit_many as _fit_many_baselines
 from .evaluation.metrics import scores_from_proba
 from .preprocessing import BagStandardizer
-from .validation import check_bags, check_labels, seed_from
+from .validation import base_seed, check_bags, check_int, check_labels, fits_fresh, fresh_fit
 
 #: scikit-learn's convention: an int, None (a fresh seed each fit) or a numpy generator (its next draw).
 RandomState = Union[int, np.random.RandomState, np.random.Generator, None]
@@ -46,17 +46,6 @@ __all__ = ["StandardizedMIL", "SeedEnsemble", "InnerCVSelection", "with_random_s
 def member_seeds(seed: int, k: int) -> list[int]:
     """Seeds of a k-member ensemble; member 0 is the single model's seed."""
     return [int(seed) + 10_000 * j for j in range(k)]
-
-
-def _seed(random_state) -> int:
-    """An int ``random_state`` as given; None (fresh entropy) or a numpy generator draws one.
-
-    A drawn seed is kept below 2**27, so the seeds derived from it (``10 seed + s``,
-    ``seed + 10,000 j``) stay valid numpy seeds.
-    """
-    if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
-        return int(random_state)
-    return seed_from(random_state) % 2**27
 
 
 def with_random_state(estimator: BaseEstimator, seed: int) -> BaseEstimator:
@@ -103,9 +92,12 @@ class _Wrapper(ClassifierMixin, BaseEstimator):
         return self.classes_[np.argmax(proba, axis=1)]
 
     def decision_function(self, bags) -> np.ndarray:
-        """Log-odds of ``classes_[1]`` (binary problems): larger means more likely."""
-        p = np.clip(self.predict_proba(bags)[:, -1], 1e-12, 1 - 1e-12)
-        return np.log(p) - np.log1p(-p)
+        """Two classes: the log-odds of ``classes_[1]``, shape (n_bags,). More classes: the log
+        class probabilities, shape (n_bags, n_classes), as scikit-learn's multi-class scores."""
+        proba = np.clip(self.predict_proba(bags), 1e-12, 1 - 1e-12)
+        if proba.shape[1] > 2:
+            return np.log(proba)
+        return np.log(proba[:, 1]) - np.log1p(-proba[:, 1])
 
     def fit_many(self, train_sets, random_states=None, *, estimators=None, n_jobs: int = 1) -> list:
         """Fit one copy per ``(bags, y)`` in ``train_sets``; same models as fitting them one by one.
@@ -117,7 +109,9 @@ class _Wrapper(ClassifierMixin, BaseEstimator):
             if random_states is None or len(random_states) != len(train_sets):
                 raise ValueError("fit_many needs one random state per training set.")
             estimators = [with_random_state(self, s) for s in random_states]
-        return self._fit_many(list(estimators), list(train_sets), n_jobs)
+        estimators = list(estimators)
+        with fresh_fit(estimators):  # a failed fit leaves them unfitted, not half new, half old
+            return self._fit_many(estimators, list(train_sets), n_jobs)
 
     def _fit_many(self, estimators, train_sets, n_jobs):  # pragma: no cover - overridden
         return [e.fit(bags, y) for e, (bags, y) in zip(estimators, train_sets)]
@@ -138,6 +132,7 @@ class StandardizedMIL(_Wrapper):
     standardizer_ : BagStandardizer
     estimator_ : the fitted copy of ``estimator``
     classes_ : ndarray, the labels given to ``fit``
+    n_features_in_ : int
     """
 
     def __init__(self, estimator: BaseEstimator, standardization: str = "feature") -> None:
@@ -147,8 +142,10 @@ class StandardizedMIL(_Wrapper):
     def _prepare(self, bags):
         bags = check_bags(bags)
         self.standardizer_ = BagStandardizer(self.standardization).fit(bags)
+        self.n_features_in_ = int(bags[0].shape[1])
         return self.standardizer_.transform(bags)
 
+    @fits_fresh
     def fit(self, bags, y) -> "StandardizedMIL":
         """Fit the standardiser on ``bags``, then a clone of ``estimator`` on the standardised bags."""
         self.estimator_ = clone(self.estimator).fit(self._prepare(bags), y)
@@ -166,7 +163,8 @@ class StandardizedMIL(_Wrapper):
     def predict_proba(self, bags) -> np.ndarray:
         """Class probabilities of the standardised bags, columns ordered as ``classes_``."""
         check_is_fitted(self, "estimator_")
-        return np.asarray(self.estimator_.predict_proba(self.standardizer_.transform(check_bags(bags))))
+        bags = check_bags(bags, n_features=self.n_features_in_)  # before the standardiser: a one-line message
+        return np.asarray(self.estimator_.predict_proba(self.standardizer_.transform(bags)))
 
 
 class SeedEnsemble(_Wrapper):
@@ -175,6 +173,15 @@ class SeedEnsemble(_Wrapper):
     Member j is ``estimator`` with every ``random_state`` set to
     ``random_state + 10_000 j`` (:func:`member_seeds`), so member 0 is the single model
     (``random_state=None`` draws a fresh seed each fit, a numpy generator its next draw).
+
+    Parameters
+    ----------
+    estimator : estimator
+        The model to repeat (cloned for each member).
+    n_seeds : int, default=5
+        Number of members.
+    random_state : int, RandomState, Generator or None, default=0
+        Member 0's seed.
 
     Attributes
     ----------
@@ -191,11 +198,11 @@ class SeedEnsemble(_Wrapper):
         k = int(self.n_seeds)
         if k < 1 or k != self.n_seeds:
             raise ValueError(f"n_seeds must be a positive integer, got {self.n_seeds!r}.")
-        return [with_random_state(self.estimator, s) for s in member_seeds(_seed(self.random_state), k)]
+        return [with_random_state(self.estimator, s) for s in member_seeds(base_seed(self.random_state), k)]
 
     def fit(self, bags, y) -> "SeedEnsemble":
         """Fit every member on the same bags."""
-        return self._fit_many([self], [(bags, y)], 1)[0]
+        return self.fit_many([(bags, y)], estimators=[self])[0]
 
     def _fit_many(self, estimators, train_sets, n_jobs):
         members = [e._members() for e in estimators]
@@ -231,6 +238,24 @@ class InnerCVSelection(_Wrapper):
     rewards the luckiest split (Cawley & Talbot, JMLR 2010); an average of the best few
     is less sensitive to which candidate the noise put first.
 
+    Parameters
+    ----------
+    estimator : estimator
+        The model whose settings are chosen (cloned, never fitted itself).
+    grid : list of dict, or dict of lists, default=()
+        The candidates, fixed before any data are seen: ``set_params`` arguments, or a dict of
+        lists expanded to every combination (scikit-learn's ``param_grid``); empty: the estimator as given.
+    inner_folds : int, default=3
+        Stratified inner splits of the training bags.
+    n_seeds : int, default=1
+        Members of the seed ensemble each selected candidate is refitted as (1: the single model).
+    random_state : int, RandomState, Generator or None, default=0
+        Seeds the inner splits and the copies; None draws a fresh seed on each fit.
+    scoring : {"accuracy", "auc"}, default="accuracy"
+        The inner score that ranks the candidates.
+    top_k : int, default=1
+        How many of the best candidates are refitted and averaged.
+
     Attributes
     ----------
     best_params_ : dict, the best candidate
@@ -254,7 +279,7 @@ class InnerCVSelection(_Wrapper):
 
     def fit(self, bags, y) -> "InnerCVSelection":
         """Score every candidate on inner splits of ``bags``, then refit the best on all of them."""
-        return self._fit_many([self], [(bags, y)], 1)[0]
+        return self.fit_many([(bags, y)], estimators=[self])[0]
 
     def _inner_splits(self, y, seed: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
         skf = StratifiedKFold(n_splits=int(self.inner_folds), shuffle=True, random_state=seed)
@@ -263,13 +288,15 @@ class InnerCVSelection(_Wrapper):
     def _fit_many(self, estimators, train_sets, n_jobs):
         if self.scoring not in ("accuracy", "auc"):
             raise ValueError(f"scoring must be 'accuracy' or 'auc', got {self.scoring!r}.")
-        grid = [dict(c) for c in self.grid] or [{}]
+        grid = _candidates(self.grid)
+        for e in estimators:
+            check_int("n_seeds", e.n_seeds)
         top_k = self.top_k
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or not 1 <= top_k <= len(grid):
             raise ValueError(f"top_k must be an integer from 1 to the number of candidates ({len(grid)}), "
                              f"got {top_k!r}.")
         work, sets, where = [], [], []
-        seeds = [_seed(e.random_state) for e in estimators]  # drawn once per fit: splits and refits share it
+        seeds = [base_seed(e.random_state) for e in estimators]  # drawn once per fit: splits and refits share it
         for e_i, (e, (bags, y)) in enumerate(zip(estimators, train_sets)):
             y_enc, _ = check_labels(y, len(bags))
             for g, cand in enumerate(grid):
@@ -322,3 +349,19 @@ class InnerCVSelection(_Wrapper):
         """Class probabilities of the refitted best candidate (the mean over the ``top_k`` best)."""
         check_is_fitted(self, "estimators_")
         return np.mean([proba_in(m, bags, self.classes_) for m in self.estimators_], axis=0)
+
+
+def _candidates(grid) -> list[dict]:
+    """The grid as a list of candidate settings: a list of dicts as given, or a dict of lists
+    (scikit-learn's ``param_grid``) expanded to every combination."""
+    if isinstance(grid, Mapping) and all(isinstance(v, Sequence) and not isinstance(v, str) for v in grid.values()):
+        return list(ParameterGrid(grid)) or [{}]
+    if isinstance(grid, Mapping):
+        raise ValueError("grid is a list of candidate settings ([{'C': 0.1}, {'C': 1.0}]) or a dict of lists "
+                         f"({{'C': [0.1, 1.0]}}); got a dict whose values are not all lists: {dict(grid)!r}.")
+    candidates = []
+    for c in grid:
+        if not isinstance(c, Mapping):
+            raise ValueError(f"each candidate of grid is a dict of settings, got {c!r}.")
+        candidates.append(dict(c))
+    return candidates or [{}]

@@ -6,6 +6,7 @@ offending bag or label, so a user can find the problem in their own data.
 from __future__ import annotations
 
 import contextlib
+import functools
 import numbers
 from typing import Iterator, Sequence
 
@@ -16,7 +17,7 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 __all__ = [
     "check_bags", "check_shared_bags", "check_labels", "check_same_length", "seed_from", "check_chunk_size",
     "frame_columns", "align_frames", "check_distance_range", "check_finite_scores", "check_int",
-    "fresh_fit",
+    "base_seed", "fresh_fit", "fits_fresh",
 ]
 
 
@@ -226,6 +227,15 @@ def seed_from(random_state) -> int:
     )
 
 
+def base_seed(random_state) -> int:
+    """The seed an estimator derives others from: an int ``random_state`` as given; None (fresh
+    entropy) or a numpy generator draws one below 2**27, so that derived seeds (``10 seed + s``,
+    ``seed + 10,000 j``) stay valid numpy seeds."""
+    if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
+        return seed_from(random_state)
+    return seed_from(random_state) % 2**27
+
+
 @contextlib.contextmanager
 def fresh_fit(estimators: Sequence) -> Iterator[None]:
     """A fit that starts from nothing and, if it fails, leaves the estimators unfitted.
@@ -246,6 +256,15 @@ def fresh_fit(estimators: Sequence) -> Iterator[None]:
     except BaseException:
         forget()
         raise
+
+
+def fits_fresh(fit):
+    """Decorate an estimator's ``fit`` so that it runs under :func:`fresh_fit`."""
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        with fresh_fit([self]):
+            return fit(self, *args, **kwargs)
+    return wrapper
 
 
 def check_chunk_size(chunk_size) -> int:

@@ -122,3 +122,78 @@ def test_wrappers_follow_scikit_learns_seeds_and_fitted_checks(data):
     grid = [{}, {"lambda_w": 0.1}]
     inner = [InnerCVSelection(_small(), grid, inner_folds=2, random_state=None).fit(bags, y) for _ in range(2)]
     assert not np.array_equal(inner[0].predict_proba(bags), inner[1].predict_proba(bags))
+
+
+@pytest.mark.parametrize("kind", ["bag statistics", "MILES", "mi-SVM", "attention", "standardized", "ensemble",
+                                  "inner CV"])
+def test_a_failed_fit_of_a_baseline_or_wrapper_leaves_it_unfitted(data, kind):
+    from minitorch_proto.baselines import MILES, MISVM, AttentionMIL, BagStatistics
+    from minitorch_proto.meta_estimators import StandardizedMIL
+
+    bags, y = data
+    bad = {"bag statistics": (BagStatistics(), {"C": -1.0}), "MILES": (MILES(), {"C": -1.0}),
+           "mi-SVM": (MISVM(), {"C": -1.0}), "attention": (AttentionMIL(n_epochs=1), {"n_epochs": 0}),
+           "standardized": (StandardizedMIL(BagStatistics()), {"estimator__C": -1.0}),
+           "ensemble": (SeedEnsemble(BagStatistics(), n_seeds=2), {"estimator__C": -1.0}),
+           "inner CV": (InnerCVSelection(BagStatistics(), [{}], inner_folds=2), {"n_seeds": 0})}
+    est, breaking = bad[kind]
+    est.fit(bags, y)
+    est.set_params(**breaking)
+    with pytest.raises(ValueError):
+        est.fit(bags, np.where(y == 1, "pos", "neg"))
+    # Before, classes_ was already ["neg", "pos"] on the old model: predict answered in new labels.
+    assert _fitted(est) == set()
+    with pytest.raises(NotFittedError):
+        est.predict(bags)
+
+
+def test_wrappers_decide_like_scikit_learn_on_three_classes_and_name_a_wrong_feature_count(data):
+    from minitorch_proto.baselines import BagStatistics
+    from minitorch_proto.meta_estimators import StandardizedMIL
+
+    bags, y = data
+    three = np.arange(len(y)) % 3
+    ensemble = SeedEnsemble(_small(), n_seeds=1).fit(bags, three)
+    scores = ensemble.decision_function(bags)
+    assert scores.shape == (len(bags), 3)  # was (n,): the last class's log-odds only
+    np.testing.assert_array_equal(ensemble.classes_[scores.argmax(axis=1)], ensemble.predict(bags))
+    two = SeedEnsemble(_small(), n_seeds=1).fit(bags, y)
+    assert two.decision_function(bags).shape == (len(bags),)
+    np.testing.assert_array_equal(two.decision_function(bags) > 0, two.predict(bags) == two.classes_[1])
+    std = StandardizedMIL(BagStatistics()).fit(bags, y)
+    with pytest.raises(ValueError, match="3 features but the model was fitted with 4"):  # was numpy's broadcast error
+        std.predict_proba([b[:, :3] for b in bags])
+
+
+def test_inner_cv_takes_a_scikit_learn_param_grid_and_refuses_what_it_cannot_read(data):
+    bags, y = data
+    as_dict = InnerCVSelection(_small(), {"lambda_w": [0.0, 0.1]}, inner_folds=2).fit(bags, y)
+    as_list = InnerCVSelection(_small(), [{"lambda_w": 0.0}, {"lambda_w": 0.1}], inner_folds=2).fit(bags, y)
+    assert as_dict.inner_scores_.shape == (2, 2)
+    np.testing.assert_array_equal(as_dict.inner_scores_, as_list.inner_scores_)
+    assert as_dict.best_params_ == as_list.best_params_
+    with pytest.raises(ValueError, match="dict of lists"):
+        InnerCVSelection(_small(), {"lambda_w": 0.1}, inner_folds=2).fit(bags, y)
+    with pytest.raises(ValueError, match="n_seeds must be >= 1"):  # was one model, silently
+        InnerCVSelection(_small(), [{}], inner_folds=2, n_seeds=0).fit(bags, y)
+    with pytest.raises(ValueError, match="random_state"):  # was seeds [0, 1]
+        _small().fit_seeds(bags, y, seeds=[0.7, 1.2])
+
+
+def test_halving_search_draws_a_seed_for_none_and_decides_like_its_refit(data, monkeypatch):
+    from minitorch_proto.evaluation import tuning
+
+    seen = []
+
+    def fake_search(pool, labels, index_sets, seeds, budget, **kwargs):  # the search itself is tested elsewhere
+        seen.append(list(seeds))
+        chosen = tuning.Candidate(distance="euclidean", lr_prototypes=1e-2, lr_classifier=1e-2, init="kmeans++",
+                                  pooling=("min",), layer_norm=True, n_prototypes=4, epochs=2)
+        return [tuning.SearchResult(chosen=chosen, inner_score=0.5, rungs=[], seconds=0.0) for _ in index_sets]
+
+    monkeypatch.setattr(tuning, "search_many", fake_search)
+    bags, y = data
+    for _ in range(2):
+        search = tuning.HalvingSearch(random_state=None).fit(bags, y)
+    assert seen[0] != seen[1]  # None was always 0
+    np.testing.assert_allclose(search.decision_function(bags), search.best_estimator_.decision_function(bags))

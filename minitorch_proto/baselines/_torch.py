@@ -22,6 +22,7 @@ from torch import nn
 from sklearn.utils import check_random_state
 
 from ..utils import resolve_device, torch_threads
+from ..validation import check_int, fits_fresh
 from ._base import BaseMILClassifier
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -149,12 +150,10 @@ class TorchMILClassifier(BaseMILClassifier):
     _init_scheme = "torch"
 
     def _check_common_params(self) -> None:
-        if int(self.n_epochs) < 1:
-            raise ValueError(f"n_epochs must be >= 1, got {self.n_epochs}.")
-        if int(self.batch_size) < 1:
-            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}.")
-        if self.n_threads is not None and int(self.n_threads) < 1:
-            raise ValueError(f"n_threads must be >= 1 or None, got {self.n_threads}.")
+        check_int("n_epochs", self.n_epochs)  # 2.7 epochs is a mistake, not a request for 2
+        check_int("batch_size", self.batch_size)
+        if self.n_threads is not None:
+            check_int("n_threads", self.n_threads)
         self._torch_dtype()
 
     def _torch_dtype(self) -> torch.dtype:
@@ -199,6 +198,7 @@ class TorchMILClassifier(BaseMILClassifier):
         idx = torch.repeat_interleave(torch.arange(len(tensors), device=device), sizes)
         return x, idx, len(tensors)
 
+    @fits_fresh  # a failed fit leaves it unfitted, not half new labels, half old model
     def fit(self, bags, y):
         """Train on ``bags`` (list of (n_i, n_features) arrays) with one label per bag."""
         bags, y_enc = self._validate_fit_data(bags, y)

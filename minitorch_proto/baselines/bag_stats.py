@@ -13,6 +13,7 @@ from typing import Sequence
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
+from ..validation import fits_fresh
 from ._base import SOURCE_DEFAULT, BaseMILClassifier
 
 __all__ = ["BagStatistics", "bag_statistics"]
@@ -75,6 +76,7 @@ class BagStatistics(BaseMILClassifier):
         self.class_weight = class_weight
         self.random_state = random_state
 
+    @fits_fresh  # a failed fit leaves it unfitted, not half new labels, half old model
     def fit(self, bags, y):
         """Fit the logistic regression on the training bags' statistics."""
         bags, y_enc = self._validate_fit_data(bags, y)

@@ -39,6 +39,7 @@ from sklearn.svm import LinearSVC
 from sklearn.utils import check_random_state
 
 from ..distances import median_pairwise_distance
+from ..validation import fits_fresh
 from ._base import SOURCE_DEFAULT, SOURCE_TUNED, BaseMILClassifier, select_by_inner_cv, stack_bags
 
 __all__ = ["MILES", "miles_embedding", "median_pairwise_distance"]
@@ -158,6 +159,7 @@ class MILES(BaseMILClassifier):
             return _l1_logistic(float(C), self.class_weight, int(self.max_iter), seed)
         raise ValueError(f"classifier must be 'svm' or 'logistic', got {self.classifier!r}.")
 
+    @fits_fresh  # a failed fit leaves it unfitted, not half new labels, half old model
     def fit(self, bags, y):
         """Embed the training bags on their own instances and fit the L1 classifier."""
         bags, y_enc = self._validate_fit_data(bags, y)

@@ -35,6 +35,7 @@ import numpy as np
 from sklearn.svm import SVC
 from sklearn.utils import check_random_state
 
+from ..validation import fits_fresh
 from ._base import (
     SOURCE_DEFAULT,
     SOURCE_TUNED,
@@ -170,6 +171,7 @@ class MISVM(BaseMILClassifier):
         self.cache_size = cache_size
         self.random_state = random_state
 
+    @fits_fresh  # a failed fit leaves it unfitted, not half new labels, half old model
     def fit(self, bags, y):
         """Run the mi-SVM relabelling loop on the training bags."""
         bags, y_enc = self._validate_fit_data(bags, y)

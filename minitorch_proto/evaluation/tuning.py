@@ -395,6 +395,19 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
     :func:`~minitorch_proto.evaluation.cross_validate`, each outer fold's copy sees its
     training bags only, and :meth:`fit_many` runs the searches of every fold together.
 
+    Parameters
+    ----------
+    budget : SearchBudget, optional
+        Inner folds, rungs, candidates and ensemble size (default ``SearchBudget()``).
+    grid : dict of lists, optional
+        The candidates' settings to draw from (default: :func:`search_many`'s grid).
+    random_state : int, RandomState, Generator or None, default=0
+        Seeds the inner splits and the refitted members; None draws a fresh seed on each fit.
+    backend : {"auto", "compiled", "tensor"}, default="auto"
+        Training engine of the candidates and the refit.
+    device : str, default="cpu"
+        Where the candidates train.
+
     Attributes
     ----------
     best_params_ : dict, the chosen setting (with its epochs)
@@ -405,7 +418,7 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, budget: SearchBudget | None = None, grid: dict[str, Sequence] | None = None,
-                 random_state: int = 0, backend: str = "auto", device: str = "cpu") -> None:
+                 random_state: int | None = 0, backend: str = "auto", device: str = "cpu") -> None:
         self.budget = budget
         self.grid = grid
         self.random_state = random_state
@@ -418,15 +431,21 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
 
     def fit_many(self, train_sets, random_states=None, *, estimators=None, n_jobs: int = 1) -> list["HalvingSearch"]:
         """One search per ``(bags, y)``, all trained together; the same as fitting each alone."""
-        from ..estimator import PrototypeMILClassifier
         from ..meta_estimators import with_random_state
-        from ..validation import check_labels, check_shared_bags
+        from ..validation import fresh_fit
 
         train_sets = list(train_sets)
         if estimators is None:
             if random_states is None or len(random_states) != len(train_sets):
                 raise ValueError("fit_many needs one random state per training set.")
             estimators = [with_random_state(self, s) for s in random_states]
+        with fresh_fit(estimators):  # a failed search leaves them unfitted, not half new, half old
+            return self._search_and_refit(train_sets, estimators)
+
+    def _search_and_refit(self, train_sets, estimators) -> list["HalvingSearch"]:
+        from ..estimator import PrototypeMILClassifier
+        from ..validation import base_seed, check_labels, check_shared_bags
+
         budget = self.budget or SearchBudget()
         encoded, classes0, seen = [], None, {}
         for bags, y in train_sets:
@@ -437,7 +456,7 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
             classes0 = classes
             encoded.append((bags, y_enc))
         pool, labels, index_sets = shared_pool(encoded)
-        seeds = [int(e.random_state or 0) for e in estimators]
+        seeds = [base_seed(e.random_state) for e in estimators]  # None: a fresh seed, as scikit-learn's
         found = search_many(pool, labels, index_sets, seeds, budget, grid=self.grid,
                             backend=self.backend, device=self.device)
         finals = [PrototypeMILClassifier(**r.chosen.estimator_params(), n_seeds=int(budget.n_seeds),
@@ -448,6 +467,11 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
             e.search_, e.best_params_, e.best_score_ = r, r.chosen.estimator_params(), float(r.inner_score)
             e.best_estimator_, e.classes_ = f, f.classes_
         return estimators
+
+    def decision_function(self, bags) -> np.ndarray:
+        """The refitted ensemble's decision function (two classes: the log-odds of ``classes_[1]``)."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.decision_function(bags)
 
     def predict_proba(self, bags) -> np.ndarray:
         """Class probabilities of the refitted ensemble."""
