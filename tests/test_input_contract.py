@@ -337,3 +337,26 @@ def test_explain_says_which_class_its_evidence_is_for(tmp_path, capsys):
     assert _run(capsys, "train", "--csv", path, *FAST, "--out", model)[0] == 0
     code, _, err = _run(capsys, "explain", "--model", model, "--csv", path, "--top", "1")
     assert code == 0 and "evidence for class 'tumour' (positive: for it; negative: for 'normal')" in err
+
+
+def test_tables_and_folds_that_say_something_else_are_refused(tmp_path):
+    from minitorch_proto.data import from_dataframe
+    from minitorch_proto.evaluation.cv import cross_validate, stratified_folds
+    from minitorch_proto.methods import make
+
+    frame = pd.read_csv(_csv(tmp_path / "d.csv", [f"b{i}" for i in range(8)], [0, 1] * 4))
+    with pytest.raises(ValueError, match="bag_col and label_col both name column 'label'"):  # grouped by label
+        from_dataframe(frame, bag_col="label", label_col="label")
+    one = from_dataframe(frame, feature_cols="f1")  # one column, not ["f", "1"]
+    assert one.n_features == 1
+    np.testing.assert_array_equal(np.concatenate(one.bags)[:, 0], frame.f1)
+    # A benchmark's name in any case gives its Table 1 rates (Fox's were silently Musk1's).
+    assert make("prototype", dataset="Fox").lr_prototypes == make("prototype", dataset="fox").lr_prototypes
+    assert make("prototype", dataset="Fox").lr_prototypes != make("prototype").lr_prototypes
+    with pytest.raises(ValueError, match="random_state"):  # was a TypeError adding None and an int
+        stratified_folds(one.y, 1, 2, random_state=None)
+    folds = stratified_folds(np.array([0, 1] * 10), 1, 2)  # made for 20 bags, used on 8
+    with pytest.raises(ValueError, match="folds made for other data"):
+        cross_validate(make("bag_stats"), one.bags, one.y, folds)
+    with pytest.raises(ValueError, match="at least one fold"):
+        cross_validate(make("bag_stats"), one.bags, one.y, [])

@@ -331,6 +331,8 @@ def from_dataframe(
     where = where or name
     if df.shape[0] == 0:
         raise ValueError(f"{where}: the table has no rows.")
+    if bag_col == label_col:
+        raise ValueError(f"{where}: bag_col and label_col both name column {bag_col!r}; they must differ.")
     columns = list(df.columns)
     known = set(columns)  # sets, not lists: tables of 100,000 feature columns are matched in linear time
     for role, col in (("bag_col", bag_col), ("label_col", label_col)):
@@ -339,7 +341,8 @@ def from_dataframe(
     if feature_cols is None:
         feature_cols = [c for c in columns if c not in (bag_col, label_col)]
     else:
-        feature_cols = list(feature_cols)
+        # One name is one column, not its characters (pandas' df[["f1"]] and df["f1"] alike).
+        feature_cols = [feature_cols] if isinstance(feature_cols, str) else list(feature_cols)
         unknown = [c for c in feature_cols if c not in known]
         if unknown:
             raise ValueError(f"{where}: feature column(s) {_shown(unknown)} not found; columns are {_shown(columns)}.")

@@ -61,11 +61,12 @@ def stratified_folds(y, n_repeats: int = 5, n_folds: int = 10, random_state: int
     Repetition r shuffles with seed ``random_state + r``; the model of repetition r,
     fold f is seeded with ``1000 * random_state + 100 * r + f`` (1-based r and f).
     """
+    from ..validation import check_int
+
     y = np.asarray(y)
-    if n_folds < 2:
-        raise ValueError(f"n_folds must be >= 2, got {n_folds}.")
-    if n_repeats < 1:
-        raise ValueError(f"n_repeats must be >= 1, got {n_repeats}.")
+    n_folds, n_repeats = check_int("n_folds", n_folds, 2), check_int("n_repeats", n_repeats)
+    # An int, not None: the folds and their models' seeds are meant to be the same on every run.
+    random_state = check_int("random_state", random_state, 0)
     _, counts = np.unique(y, return_counts=True)
     if len(counts) < 2:
         raise ValueError("Cross-validation needs at least two classes in y.")
@@ -261,6 +262,13 @@ def cross_validate(
     y = np.asarray(y)
     y_enc, classes = check_labels(y, len(bags))
     folds = list(folds)
+    if not folds:
+        raise ValueError("cross_validate needs at least one fold.")
+    for f in folds:
+        used = np.concatenate([np.asarray(f.train).ravel(), np.asarray(f.test).ravel()])
+        if len(f.test) == 0 or used.min(initial=0) < 0 or used.max(initial=0) >= len(bags):
+            raise ValueError(f"fold (repeat {f.repeat}, fold {f.fold}) names bags outside 0..{len(bags) - 1} or "
+                             "tests none: were the folds made for other data?")
     copies = [with_random_state(estimator, f.seed) for f in folds]
     # Each bag fetched once: a lazy collection (DiskBagDataset) reads its file on every access, which would
     # give every fold its own copy of every bag (45 for 5 x 10) and leave the trainers nothing to share.
