@@ -79,7 +79,7 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
     column count is checked instead.
     """
     from .data import from_dataframe
-    from .data.readers import _shown, ids_as_written, index_by_line
+    from .data.readers import shown_names, ids_as_written, index_by_line
 
     no_header = bool(getattr(args, "no_header", False))
     if no_header and not getattr(args, "csv", None):
@@ -143,9 +143,9 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         hint = "name it with --bag-col"
         if not no_header and _looks_like_data(columns):
             hint = "its first row looks like data, not names: for a file without a header add --no-header"
-        raise ValueError(f"--csv {path} has no bag column {bag_col!r} (columns: {_shown(columns)}); {hint}.")
+        raise ValueError(f"--csv {path} has no bag column {bag_col!r} (columns: {shown_names(columns)}); {hint}.")
     if label_col not in columns and labels:
-        raise ValueError(f"--csv {path} has no label column {label_col!r} (columns: {_shown(columns)}); "
+        raise ValueError(f"--csv {path} has no label column {label_col!r} (columns: {shown_names(columns)}); "
                          "name it with --label-col.")
     if not labels:
         # Predicting ignores labels: a placeholder (blank or mixed labels are no error), one reader for both cases.
@@ -158,10 +158,10 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         missing = [n for n in names if n not in present]
         extra = [c for c in others if c not in wanted]
         if missing:
-            raise ValueError(f"--csv {path} is missing feature column(s) {_shown(missing)} that the model was "
+            raise ValueError(f"--csv {path} is missing feature column(s) {shown_names(missing)} that the model was "
                              "trained on.")
         if extra:
-            raise ValueError(f"--csv {path} has column(s) {_shown(extra)} that the model was not trained on; "
+            raise ValueError(f"--csv {path} has column(s) {shown_names(extra)} that the model was not trained on; "
                              f"drop them (the model uses {len(names)} features).")
         others = names
     try:

@@ -144,7 +144,7 @@ def fit_convex_head(
     penalty: str = "l2",
     Cs: Sequence[float] = HEAD_CS,
     inner_folds: int = 3,
-    class_weight=None,
+    class_weight: str | dict | None = None,
     random_state: int = 0,
     threshold: str = "fixed",
     scoring: str = "log_loss",
@@ -155,19 +155,28 @@ def fit_convex_head(
 
     Parameters
     ----------
-    features : ndarray (n_bags, F), the model's features of the training bags
-    y_enc : labels 0 .. n_classes - 1
-    penalty : "l2" or "l1"
-    Cs : inverse strengths tried; the one of best mean inner score wins (the smallest on ties)
-    inner_folds : stratified inner folds of the training bags (fewer when a class is smaller)
-    class_weight : None, "balanced" or a dict {encoded class: weight}, as in scikit-learn
-    threshold : "fixed" or "inner"
+    features : ndarray (n_bags, F)
+        The model's features of the training bags.
+    y_enc : ndarray of int, shape (n_bags,)
+        Labels 0 .. n_classes - 1.
+    n_classes : int
+        Number of classes; two gives one output (a sigmoid head).
+    penalty : {"l2", "l1"}, default="l2"
+    Cs : sequence of float, default=HEAD_CS
+        Inverse strengths tried; the one of best mean inner score wins (the smallest on ties).
+    inner_folds : int, default=3
+        Stratified inner folds of the training bags (fewer when a class is smaller).
+    class_weight : None, "balanced" or dict {encoded class: weight}, default=None
+        As in scikit-learn.
+    random_state : int, default=0
+        Seeds the inner folds (repeat ``r`` uses ``random_state + r``) and the solver.
+    threshold : {"fixed", "inner"}, default="fixed"
         "fixed": the positive class wins above probability 0.5. "inner" (two classes only):
         the cut of the decision value with the best accuracy (balanced accuracy with
         ``class_weight="balanced"``) over the out-of-fold decision values of the same inner
         folds at the chosen strength (:func:`best_cut`), folded into the bias, so the
         probabilities shift and the ranking (AUC) stays as it is.
-    scoring : "log_loss" or "accuracy"
+    scoring : {"log_loss", "accuracy"}, default="log_loss"
         The inner score that chooses the strength (and the column set): mean log-loss, or
         accuracy (balanced accuracy with ``class_weight="balanced"``) of the inner folds' held-out bags.
     column_sets : sequence of integer index arrays, optional
@@ -184,6 +193,12 @@ def fit_convex_head(
     ConvexHead
         ``weight`` (O, F) with O = 1 for two classes (the model's sigmoid head), else n_classes;
         ``bias`` (O,); the chosen ``C``; ``columns``, the chosen set's position in ``column_sets``.
+
+    Raises
+    ------
+    ValueError
+        On an unknown ``penalty``, ``threshold`` or ``scoring``, ``threshold="inner"`` with more than two
+        classes, ``repeats`` not a positive integer, an empty column set, or a class with fewer than 2 bags.
     """
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegressionCV

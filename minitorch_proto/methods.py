@@ -74,6 +74,26 @@ def prototype_estimator(dataset: str | None = None, *, compat: bool = False, mon
     standardisation); ``monotone=True`` the monotone variant with :data:`MONOTONE_MODEL`
     and :data:`MONOTONE_TRAIN` where ``overrides`` set nothing. ``overrides`` are
     estimator parameters and win over everything else.
+
+    Parameters
+    ----------
+    dataset : str, optional
+        A benchmark's name (any case, e.g. "Fox") gives its Table 1 settings; any other name,
+        or None (default), the paper's defaults.
+    compat : bool, default=False
+        The published code's configs (:func:`~minitorch_proto.model.compat_config`) and
+        per-instance standardisation.
+    monotone : bool, default=False
+        The monotone variant (:func:`~minitorch_proto.model.monotone_config`, k-means++ start).
+    random_state : int, default=0
+        The estimator's seed.
+    **overrides
+        :class:`~minitorch_proto.estimator.PrototypeMILClassifier` parameters.
+
+    Returns
+    -------
+    PrototypeMILClassifier
+        Unfitted.
     """
     from .estimator import PrototypeMILClassifier
     from .model import PrototypeMILConfig, compat_config, monotone_config

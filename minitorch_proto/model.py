@@ -171,12 +171,20 @@ class PrototypeMILConfig:
         return self.n_prototypes * len(self.pooling)
 
     def to_dict(self) -> dict:
+        """Every field by name, ``pooling`` as a list (JSON-ready); :meth:`from_dict` reads it back."""
         d = asdict(self)
         d["pooling"] = list(self.pooling)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "PrototypeMILConfig":
+        """The config of :meth:`to_dict`'s ``d`` (missing fields take their defaults).
+
+        Raises
+        ------
+        ValueError
+            If ``d`` names an unknown field or a value is invalid.
+        """
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
@@ -317,7 +325,18 @@ def normalize_features(phi: torch.Tensor, config: PrototypeMILConfig) -> torch.T
 
 
 def head_logits(phi: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """Linear classifier. phi (..., B, F), weight (..., O, F), bias (..., O) -> (..., B, O)."""
+    """Linear classifier: ``phi @ weight.T + bias``, optional leading (model) dimensions kept.
+
+    Parameters
+    ----------
+    phi : Tensor (..., B, F), features of B bags
+    weight : Tensor (..., O, F)
+    bias : Tensor (..., O), or None for no bias
+
+    Returns
+    -------
+    Tensor (..., B, O), the logits
+    """
     logits = phi @ weight.transpose(-1, -2)
     if bias is not None:
         logits = logits + bias.unsqueeze(-2)
@@ -373,13 +392,27 @@ def loss_terms(
 ) -> dict[str, torch.Tensor]:
     """The four terms of Eq. 1 for a minibatch, per model.
 
-    Shapes carry an optional leading model dimension: logits (..., B, O),
-    y (..., B), weight (..., O, F), prototypes (..., D, L),
-    penalised_distances (..., B, D'). Returns tensors of shape (...,).
-
     The data terms (cross-entropy and distance penalty) are averaged over the
     minibatch's bags, the two parameter penalties are added once: with the paper's
     batch size of 1 each step minimises Eq. 1 written for the one bag it sees.
+
+    Parameters
+    ----------
+    logits : Tensor (..., B, O)
+        One column: a sigmoid (two classes); several: a softmax.
+    y : Tensor of int (..., B)
+        Encoded labels.
+    weight : Tensor (..., O, F)
+    prototypes : Tensor (..., D, L)
+    penalised_distances : Tensor (..., B, D')
+        The pooled distances the distance penalty sums (see ``config.distance_penalty``).
+    config : PrototypeMILConfig
+        The penalties and their weights (``lambda_w``, ``lambda_p``, ``lambda_d``).
+
+    Returns
+    -------
+    dict of str to Tensor (...,)
+        :data:`LOSS_TERMS` in order, each already weighted; ``...`` is the optional model dimension.
     """
     terms = {
         "cross_entropy": cross_entropy(logits, y).mean(-1),
@@ -520,7 +553,10 @@ class PrototypeMIL(nn.Module):
         count = torch.zeros((n_bags, 1), dtype=dtype, device=device)
         lo_sq = torch.full((n_bags, D), float("inf"), dtype=dtype, device=device) if similarity else None
         for start in range(0, n, chunk_size):
-            X = torch.as_tensor(np.asarray(instances[start : start + chunk_size]), dtype=dtype, device=device)
+            rows_np = np.asarray(instances[start : start + chunk_size])
+            if not rows_np.flags.writeable:  # a read-only memmap: torch would share it and warn about writes
+                rows_np = rows_np.copy()
+            X = torch.as_tensor(rows_np, dtype=dtype, device=device)
             idx = bag_index[start : start + chunk_size].to(device)
             d = self.distances(X)
             rows = idx.unsqueeze(1).expand_as(d)

@@ -99,6 +99,11 @@ class BagStandardizer:
 
     @classmethod
     def from_partial_state(cls, state: dict) -> "BagStandardizer":
+        """A standardiser with the running statistics of :meth:`get_partial_state`'s ``state``.
+
+        It can go on with :meth:`partial_fit` or :meth:`merge`; ``mean_`` and ``scale_`` are set
+        when ``state`` has seen instances. An unknown ``mode`` raises ValueError.
+        """
         obj = cls(state["mode"])
         if state["n"]:
             obj._combine(int(state["n"]), np.asarray(state["mean"]), np.asarray(state["m2"]))
@@ -155,13 +160,19 @@ class BagStandardizer:
         return X
 
     def fit_transform(self, bags: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """:meth:`fit` on ``bags``, then :meth:`transform` of the same bags."""
         return self.fit(bags).transform(bags)
 
     def get_state(self) -> dict:
+        """``mode``, ``mean`` and ``scale`` (None when not fitted), for :meth:`from_state`."""
         return {"mode": self.mode, "mean": self.mean_, "scale": self.scale_}
 
     @classmethod
     def from_state(cls, state: dict) -> "BagStandardizer":
+        """The standardiser :meth:`get_state` describes (running statistics are not restored).
+
+        An unknown ``mode`` raises ValueError.
+        """
         obj = cls(state["mode"])
         obj.mean_ = None if state["mean"] is None else np.asarray(state["mean"])
         obj.scale_ = None if state["scale"] is None else np.asarray(state["scale"])

@@ -5,7 +5,11 @@ Every class follows the scikit-learn estimator contract for bags: ``fit(bags, y)
 ``get_params``/``set_params``/``clone``, and a ``random_state`` argument. A bag is a 2-D
 array (instances x features); ``bags`` is a list of them. Inputs are validated with
 :func:`minitorch_proto.validation.check_bags` / :func:`~minitorch_proto.validation.check_labels`.
-The estimators do not standardise features: the caller's cross-validation loop does.
+The estimators do not standardise features themselves, and neither does
+:func:`~minitorch_proto.evaluation.cross_validate`: :func:`minitorch_proto.methods.make` (and
+:func:`~minitorch_proto.make_method`) wraps each baseline in
+:class:`~minitorch_proto.meta_estimators.StandardizedMIL`, which fits the standardisation on the
+bags given to ``fit``. Use that wrapper when calling a baseline directly on raw features.
 
 Families
 --------

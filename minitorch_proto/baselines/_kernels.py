@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..training.compiled_distances import AVAILABLE, _dots
+from ..training.compiled_distances import AVAILABLE, blocked_dots
 from .minet import _EPS
 
 if AVAILABLE:
@@ -47,7 +47,7 @@ def _linear(x, w, out):
     if x.shape[0] > SMALL_BAG:
         np.dot(x, w.T, out)
     else:
-        _dots(x, 0, x.shape[0], w, out)
+        blocked_dots(x, 0, x.shape[0], w, out)
 
 
 @_jit_sums

@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from torch import nn
 from sklearn.utils import check_random_state
 
@@ -199,7 +200,7 @@ class TorchMILClassifier(BaseMILClassifier):
         return x, idx, len(tensors)
 
     @fits_fresh  # a failed fit leaves it unfitted, not half new labels, half old model
-    def fit(self, bags, y):
+    def fit(self, bags: Sequence[np.ndarray], y: ArrayLike) -> "TorchMILClassifier":
         """Train on ``bags`` (list of (n_i, n_features) arrays) with one label per bag."""
         bags, y_enc = self._validate_fit_data(bags, y)
         self._check_common_params()
@@ -252,7 +253,7 @@ class TorchMILClassifier(BaseMILClassifier):
         with torch.no_grad(), torch_threads(self.n_threads if device.type == "cpu" else None):
             return getattr(self.network_, fn_name)(x, idx, nb), idx
 
-    def decision_function(self, bags) -> np.ndarray:
+    def decision_function(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Bag logit (log-odds of ``classes_[1]``), shape (n_bags,)."""
         out, _ = self._forward_all(bags)
         return out.double().cpu().numpy()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.linear_model import LogisticRegression
 
 from ..validation import fits_fresh
@@ -77,7 +78,7 @@ class BagStatistics(BaseMILClassifier):
         self.random_state = random_state
 
     @fits_fresh  # a failed fit leaves it unfitted, not half new labels, half old model
-    def fit(self, bags, y):
+    def fit(self, bags: Sequence[np.ndarray], y: ArrayLike) -> "BagStatistics":
         """Fit the logistic regression on the training bags' statistics."""
         bags, y_enc = self._validate_fit_data(bags, y)
         stats = _check_statistics(self.statistics)
@@ -94,12 +95,12 @@ class BagStatistics(BaseMILClassifier):
         """The statistics embedding of ``bags``."""
         return bag_statistics(self._validate_predict_data(bags), self.statistics)
 
-    def decision_function(self, bags) -> np.ndarray:
+    def decision_function(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Log-odds of ``classes_[1]``, shape (n_bags,)."""
         emb = self.transform(bags)
         return np.asarray(self.classifier_.decision_function(emb), dtype=np.float64)
 
-    def predict_proba(self, bags) -> np.ndarray:
+    def predict_proba(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Logistic-regression probabilities, shape (n_bags, 2)."""
         emb = self.transform(bags)
         return self.classifier_.predict_proba(emb)

@@ -32,8 +32,10 @@ one bag's worth), so memory stays bounded on Musk2 (6,598 instances).
 from __future__ import annotations
 
 import inspect
+from typing import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import LinearSVC
 from sklearn.utils import check_random_state
@@ -160,7 +162,7 @@ class MILES(BaseMILClassifier):
         raise ValueError(f"classifier must be 'svm' or 'logistic', got {self.classifier!r}.")
 
     @fits_fresh  # a failed fit leaves it unfitted, not half new labels, half old model
-    def fit(self, bags, y):
+    def fit(self, bags: Sequence[np.ndarray], y: ArrayLike) -> "MILES":
         """Embed the training bags on their own instances and fit the L1 classifier."""
         bags, y_enc = self._validate_fit_data(bags, y)
         if self.C is None or float(self.C) <= 0:
@@ -207,7 +209,7 @@ class MILES(BaseMILClassifier):
         bags = self._validate_predict_data(bags)
         return miles_embedding(bags, self.concepts_, self.sigma_, self.max_block)
 
-    def decision_function(self, bags) -> np.ndarray:
+    def decision_function(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Signed distance-like score of the linear classifier, shape (n_bags,)."""
         emb = self.transform(bags)
         return np.asarray(self.classifier_.decision_function(emb), dtype=np.float64)

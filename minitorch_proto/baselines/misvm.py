@@ -31,7 +31,10 @@ Hyper-parameters and where they come from
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.svm import SVC
 from sklearn.utils import check_random_state
 
@@ -172,7 +175,7 @@ class MISVM(BaseMILClassifier):
         self.random_state = random_state
 
     @fits_fresh  # a failed fit leaves it unfitted, not half new labels, half old model
-    def fit(self, bags, y):
+    def fit(self, bags: Sequence[np.ndarray], y: ArrayLike) -> "MISVM":
         """Run the mi-SVM relabelling loop on the training bags."""
         bags, y_enc = self._validate_fit_data(bags, y)
         if float(self.C) <= 0:
@@ -275,7 +278,7 @@ class MISVM(BaseMILClassifier):
         f = self._decision(X)
         return [f[offsets[i] : offsets[i + 1]] for i in range(len(bags))]
 
-    def decision_function(self, bags) -> np.ndarray:
+    def decision_function(self, bags: Sequence[np.ndarray]) -> np.ndarray:
         """Bag score: the maximum instance decision value, shape (n_bags,)."""
         bags = self._validate_predict_data(bags)
         X, offsets = stack_bags(bags)

@@ -98,7 +98,8 @@ def mil_unit_test_table(
         per seed and adds a ``seed`` column (summarise with
         :func:`~minitorch_proto.evaluation.mil_unit_tests.summarize_unit_tests`).
     threshold : float, default=0.75
-        Minimum test accuracy for ``passed`` (see :func:`~minitorch_proto.data.synthetic.run_mil_unit_tests`).
+        Minimum test accuracy for ``passed``
+        (see :func:`~minitorch_proto.evaluation.mil_unit_tests.run_mil_unit_tests`).
     generator_kwargs : mapping, optional
         Per-test generator arguments, e.g. ``{"single_concept": {"n_train": 60}}``.
     tests : sequence of str, optional

@@ -315,23 +315,28 @@ class DiskBagDataset(Sequence):
 
     @property
     def n_features(self) -> int:
+        """Features per instance, the same in every file (0 for an empty subset)."""
         return self._files[0].n_features if self._files else 0
 
     @property
     def paths(self) -> list[Path]:
+        """The feature file of each bag, in CSV order."""
         return [f.path for f in self._files]
 
     # The CLI and report helpers treat a data set as an object with .bags, .n_bags and .source.
     @property
     def bags(self) -> "DiskBagDataset":
+        """The dataset itself: it is the sequence of bags."""
         return self
 
     @property
     def n_bags(self) -> int:
+        """Number of bags, ``len(self)``."""
         return len(self)
 
     @property
     def source(self) -> str:
+        """The bag folder, as a string (for reports)."""
         return str(self.root)
 
     def summary(self) -> dict:
@@ -381,13 +386,38 @@ def write_bag_folder(
 
     Parameters
     ----------
-    fmt : {"npy", "pt", "h5"}
+    root : path
+        Folder to write into (created if missing); files already there with the same names are replaced.
+    bags : sequence of array-like (n_instances_i, n_features)
+    y : sequence or None
+        One label per bag, written to the ``label_col`` column; None writes no label column.
+    bag_ids : sequence, optional
+        One id per bag, unique plain file names (``<bag id>.<fmt>``); None (default) gives 0, 1, ...
+    fmt : {"npy", "pt", "h5"}, default="npy"
         File type (``.pt`` holds a tensor; ``.h5`` a ``key`` dataset).
-    dtype : numpy dtype
+    labels_name : str, default="labels.csv"
+        File name of the labels CSV inside ``root``.
+    bag_col, label_col : str, default="bag", "label"
+        Column names of the CSV (as :class:`DiskBagDataset` reads them).
+    key : str, default="features"
+        Dataset name inside ``.h5`` files, or dict key inside ``.pt`` files that hold instance arrays.
+    dtype : numpy dtype, default=np.float32
         Stored dtype (float32, as slide-processing tools write).
     instance_arrays : dict of str to sequences of ndarray, optional
         Per-instance arrays to store beside the features, one per bag with one row per instance,
         e.g. ``{"coords": ...}`` (``.h5`` datasets; a ``.pt`` file then holds a dict).
+
+    Returns
+    -------
+    Path
+        The labels CSV, ``root / labels_name``.
+
+    Raises
+    ------
+    ValueError
+        On an unknown ``fmt``, invalid bags or labels, ``bag_ids`` of the wrong length, repeated or
+        not plain file names, a label pandas would read back as missing, or ``instance_arrays``
+        with ``fmt="npy"``, named ``key`` or not one row per instance.
     """
     import pandas as pd
 

@@ -337,7 +337,7 @@ def from_dataframe(
     known = set(columns)  # sets, not lists: tables of 100,000 feature columns are matched in linear time
     for role, col in (("bag_col", bag_col), ("label_col", label_col)):
         if col not in known:
-            raise ValueError(f"{where}: column {col!r} ({role}) not found; columns are {_shown(columns)}.")
+            raise ValueError(f"{where}: column {col!r} ({role}) not found; columns are {shown_names(columns)}.")
     if feature_cols is None:
         feature_cols = [c for c in columns if c not in (bag_col, label_col)]
     else:
@@ -345,7 +345,7 @@ def from_dataframe(
         feature_cols = [feature_cols] if isinstance(feature_cols, str) else list(feature_cols)
         unknown = [c for c in feature_cols if c not in known]
         if unknown:
-            raise ValueError(f"{where}: feature column(s) {_shown(unknown)} not found; columns are {_shown(columns)}.")
+            raise ValueError(f"{where}: feature column(s) {shown_names(unknown)} not found; columns are {shown_names(columns)}.")
         clash = [c for c in feature_cols if c in (bag_col, label_col)]
         if clash:
             raise ValueError(f"{where}: {clash} cannot be both a feature and the bag/label column.")
@@ -355,7 +355,7 @@ def from_dataframe(
     non_numeric = [c for c, t in zip(feature_cols, features.dtypes) if not pd.api.types.is_numeric_dtype(t)]
     if non_numeric:
         raise ValueError(
-            f"{where}: feature column(s) {_shown(non_numeric)} are not numeric (dtype "
+            f"{where}: feature column(s) {shown_names(non_numeric)} are not numeric (dtype "
             f"{df[non_numeric[0]].dtype}); convert or drop them, or pass feature_cols=."
         )
     X = features.to_numpy(dtype=np.float64)
@@ -379,7 +379,7 @@ def from_dataframe(
     return BagDataset(name, bags, y, bag_ids)
 
 
-def _shown(names: list, most: int = 8) -> str:
+def shown_names(names: list, most: int = 8) -> str:
     """A list of column names for a message, shortened when long (wide tables have 100,000)."""
     names = [str(n) for n in names]
     return str(names) if len(names) <= most else f"{names[:most]} ... ({len(names)} in all)"

@@ -15,6 +15,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from sklearn.model_selection import StratifiedKFold
 
 from ..model import PrototypeMILConfig
@@ -55,11 +56,33 @@ class Fold:
     seed: int
 
 
-def stratified_folds(y, n_repeats: int = 5, n_folds: int = 10, random_state: int = 0) -> list[Fold]:
+def stratified_folds(y: ArrayLike, n_repeats: int = 5, n_folds: int = 10, random_state: int = 0) -> list[Fold]:
     """``n_repeats`` x stratified ``n_folds``-fold splits, deterministic by ``random_state``.
 
     Repetition r shuffles with seed ``random_state + r``; the model of repetition r,
     fold f is seeded with ``1000 * random_state + 100 * r + f`` (1-based r and f).
+
+    Parameters
+    ----------
+    y : array-like, shape (n_bags,)
+        Bag labels (any values); the folds keep their proportions.
+    n_repeats : int, default=5
+        Repetitions, each a fresh shuffle.
+    n_folds : int, default=10
+        Folds per repetition, at least 2.
+    random_state : int, default=0
+        A whole number >= 0 (not None: the folds and their seeds are the same on every run).
+
+    Returns
+    -------
+    list of Fold
+        ``n_repeats * n_folds`` folds, repetition by repetition.
+
+    Raises
+    ------
+    ValueError
+        If ``n_repeats``, ``n_folds`` or ``random_state`` is not a whole number in range, ``y`` holds
+        one class, or its smallest class has fewer than ``n_folds`` bags.
     """
     from ..validation import check_int
 
@@ -84,10 +107,29 @@ def stratified_folds(y, n_repeats: int = 5, n_folds: int = 10, random_state: int
 
 
 def split_file_folds(bag_ids: np.ndarray, splits: dict[tuple[int, int], np.ndarray], random_state: int = 0) -> list[Fold]:
-    """Folds from the authors' split files (``datasets.read_split_files``).
+    """Folds from the authors' split files (:func:`~minitorch_proto.data.read_split_files`).
 
     ``splits`` maps (repeat, fold) to the test bags' ids; the training bags are
     all the others.
+
+    Parameters
+    ----------
+    bag_ids : ndarray, shape (n_bags,)
+        The data set's bag ids (integers), in the order of its bags.
+    splits : dict of (int, int) to ndarray
+        (repeat, fold) -> ids of that fold's test bags, as ``read_split_files`` returns.
+    random_state : int, default=0
+        The model of repeat r, fold f is seeded ``1000 * random_state + 100 * r + f``.
+
+    Returns
+    -------
+    list of Fold
+        One per entry of ``splits``, sorted by (repeat, fold).
+
+    Raises
+    ------
+    ValueError
+        If a split names a bag id that is not in ``bag_ids``.
     """
     bag_ids = np.asarray(bag_ids)
     position = {int(b): i for i, b in enumerate(bag_ids)}
@@ -158,10 +200,33 @@ def evaluate_tasks(
     statistics. ``backend`` chooses how :func:`~minitorch_proto.training.train_batched`
     runs them (compiled loops on the CPU by default).
 
+    Parameters
+    ----------
+    tasks : sequence of CVTask
+        Each a data set (bags, labels encoded 0..C-1, folds) with one setting.
+    evaluations : iterable of str, default=("final",)
+        Keys of :data:`EVALUATIONS` to report.
+    selection_every : int, default=5
+        With ``"test_selected"``: the epochs at which the test folds are scored.
+    models_per_batch : int, optional
+        Largest batched program; None (default): a whole group of compatible tasks at once.
+    device : "auto", "cpu", "cuda" or torch.device, default="auto"
+    dtype : torch.dtype, optional
+        Of the arithmetic; None (default): ``train_batched``'s, torch.float32.
+    progress : bool, default=False
+        Show progress bars over batches and epochs.
+    backend : {"auto", "compiled", "tensor"}, default="auto"
+
     Returns
     -------
-    DataFrame with :data:`RESULT_COLUMNS`, one row per task, fold and evaluation;
-    ``fit_seconds`` is the batch's wall time divided by its number of models.
+    DataFrame
+        With :data:`RESULT_COLUMNS`, one row per task, fold and evaluation;
+        ``fit_seconds`` is the batch's wall time divided by its number of models.
+
+    Raises
+    ------
+    ValueError
+        If ``evaluations`` names an unknown evaluation.
     """
     from ..training import train_batched
 

@@ -13,7 +13,7 @@ setting on inner splits of each outer training fold.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,6 +22,9 @@ from ..model import PrototypeMILConfig
 from ..paper import paper_configs
 from ..training import TrainConfig
 from .cv import Fold, cross_validate
+
+if TYPE_CHECKING:
+    from .tuning import SearchBudget
 
 __all__ = ["LADDER_STEPS", "NESTED_STEP", "TUNED_ENSEMBLE", "tuned_ensemble_rows", "ladder_configs",
            "run_ladder", "ladder_table", "best_baseline_comparison"]
@@ -84,19 +87,36 @@ def run_ladder(
     folds: Mapping[str, Sequence[Fold]],
     *,
     steps: Sequence[str] | None = None,
-    budget=None,
+    budget: SearchBudget | None = None,
     backend: str = "auto",
-    progress=None,
+    progress: Callable[[str], object] | None = None,
 ) -> pd.DataFrame:
     """Every rung on every data set, on the same folds; per-fold rows, ``method`` = rung name.
 
     Parameters
     ----------
-    data : name -> (bags, y) of benchmarks known to :func:`~minitorch_proto.paper.paper_configs`.
-    folds : name -> folds (the same for every rung).
-    steps : rung names to run (default: every fixed rung and the nested one).
-    budget : :class:`~minitorch_proto.evaluation.tuning.SearchBudget` of the nested rung.
-    progress : callable(str), optional; told when each rung starts.
+    data : mapping of str to (bags, y)
+        Benchmarks by name, each known to :func:`~minitorch_proto.paper.paper_configs`.
+    folds : mapping of str to sequence of Fold
+        Per data set, the folds (the same for every rung).
+    steps : sequence of str, optional
+        Rung names to run; None (default) runs every fixed rung and the nested one.
+    budget : :class:`~minitorch_proto.evaluation.tuning.SearchBudget`, optional
+        Of the nested rung; None (default) gives ``SearchBudget()``.
+    backend : {"auto", "compiled", "tensor"}, default="auto"
+        How every rung trains (:func:`~minitorch_proto.training.batched.train_batched`), on the CPU.
+    progress : callable(str), optional
+        Told "<data set>: <rung>" when each rung starts.
+
+    Returns
+    -------
+    DataFrame
+        :func:`~minitorch_proto.evaluation.cross_validate`'s per-fold rows of every rung and data set.
+
+    Raises
+    ------
+    ValueError
+        When ``steps`` names an unknown rung.
     """
     from ..estimator import PrototypeMILClassifier
     from .tuning import HalvingSearch, SearchBudget

@@ -234,16 +234,27 @@ def search_many(
 
     Parameters
     ----------
-    bags, y : all bags the training sets index into, labels encoded 0..C-1.
+    bags : sequence of ndarray (n_instances_i, n_features)
+        All bags the training sets index into (raw, unstandardised).
+    y : ndarray of int, shape (n_bags,)
+        Labels encoded 0..C-1.
     train_sets : sequence of int arrays
         One per search (e.g. each outer fold's training bags). The search for set j reads
         no bag outside ``train_sets[j]``: its inner splits partition that set, the scalers
         are fitted on inner training bags, scores come from inner validation bags.
-    seeds : one int per training set; seeds its inner splits and its models.
-    budget : :class:`SearchBudget`
-    models_per_batch : int
+    seeds : sequence of int
+        One per training set; seeds its inner splits and its models.
+    budget : SearchBudget, optional
+        None (default) gives ``SearchBudget()``.
+    grid : dict of str to sequence, optional
+        The space candidates are drawn from; None (default) gives :data:`GRID`.
+    backend : {"auto", "compiled", "tensor"}, default="auto"
+        Passed to :func:`~minitorch_proto.training.batched.train_batched`.
+    device : "auto", "cpu", "cuda" or torch.device, default="cpu"
+        Passed to :func:`~minitorch_proto.training.batched.train_batched`.
+    models_per_batch : int, default=600
         Largest batched program (memory grows with it).
-    warm_start : bool
+    warm_start : bool, default=True
         Train a surviving candidate on from where its previous rung stopped (compiled backend)
         instead of again from scratch. Training does not depend on the number of epochs still to
         come (constant learning rates, the bag order drawn epoch by epoch), so the models, their
@@ -253,7 +264,8 @@ def search_many(
 
     Returns
     -------
-    list of SearchResult, one per training set.
+    list of SearchResult
+        One per training set: the chosen candidate (with its epochs), its inner score and each rung's table.
     """
     budget = budget or SearchBudget()
     y = np.asarray(y, dtype=np.int64)
@@ -342,7 +354,24 @@ def _compiled_engine(backend: str, device) -> bool:
 
 def search(bags: Sequence[np.ndarray], y, budget: SearchBudget | None = None, *, seed: int = 0,
            **kwargs) -> SearchResult:
-    """Successive halving on inner splits of all of ``bags`` (labels encoded 0..C-1)."""
+    """Successive halving on inner splits of all of ``bags``: :func:`search_many` with one training set.
+
+    Parameters
+    ----------
+    bags : sequence of ndarray (n_instances_i, n_features)
+    y : array-like of int, shape (n_bags,)
+        Labels encoded 0..C-1.
+    budget : SearchBudget, optional
+        None (default) gives ``SearchBudget()``.
+    seed : int, default=0
+        Seeds the inner splits and the models.
+    **kwargs
+        ``grid``, ``backend``, ``device``, ``models_per_batch``, ``warm_start`` of :func:`search_many`.
+
+    Returns
+    -------
+    SearchResult
+    """
     return search_many(bags, y, [np.arange(len(bags))], [seed], budget, **kwargs)[0]
 
 
@@ -363,6 +392,29 @@ def fit_ensembles(
     Member ``s`` of ensemble ``j`` is seeded ``seeds[j] + s``, as
     ``PrototypeMILClassifier(n_seeds=n_seeds, random_state=seeds[j])`` seeds its members.
     Settings that share a structure and an epoch count train in one batched program.
+
+    Parameters
+    ----------
+    bags : sequence of ndarray (n_instances_i, n_features)
+        All bags the sets index into (raw, unstandardised).
+    y : ndarray of int, shape (n_bags,)
+        Labels encoded 0..C-1.
+    train_sets, eval_sets : sequence of int arrays
+        Per ensemble: the bags it trains on and the bags it scores.
+    chosen : sequence of Candidate
+        Per ensemble: its settings; ``epochs`` must be set (as :func:`search_many` sets it).
+    seeds : sequence of int
+        Per ensemble: the first member's seed.
+    n_seeds : int
+        Members per ensemble.
+    backend : {"auto", "compiled", "tensor"}, default="auto"
+    device : "auto", "cpu", "cuda" or torch.device, default="cpu"
+        Both passed to :func:`~minitorch_proto.training.batched.train_batched`.
+
+    Returns
+    -------
+    list of ndarray (len(eval_sets[j]), n_classes)
+        Per ensemble: the mean of its members' class probabilities on its eval set.
     """
     y = np.asarray(y, dtype=np.int64)
     groups: dict[tuple, list[int]] = {}

@@ -99,38 +99,46 @@ def train_batched(
     seeds : sequence of int
         One per model; the same seed as ``PrototypeMILClassifier(random_state=seed)``
         gives the same model.
-    model_config, train_config :
-        Shared by all models.
-    standardization : {"feature", "instance", "none"}
+    model_config, train_config : PrototypeMILConfig, TrainConfig, optional
+        Shared by all models; None gives the defaults.
+    n_classes : int, optional
+        Number of classes C; None (default) takes ``y.max() + 1``.
+    standardization : {"feature", "instance", "none"}, default="feature"
         Fitted on each model's own training bags.
     lr_prototypes, lr_classifier : sequence of float, optional
-        Per-model learning rates (a grid); default ``train_config``'s.
+        Per-model learning rates (a grid), one value per model; default ``train_config``'s.
     eval_sets : sequence of int arrays, optional
         Bags to score for each model after training, and every ``eval_every``
         epochs if given (the published code's test-fold monitoring; use it only
         for clearly labelled reporting, never for selection).
-    device : "auto", "cpu", "cuda" or torch.device
-    dtype : torch dtype of the arithmetic (float32 default; float64 for exact checks)
-    num_threads : int or None
+    eval_every : int, optional
+        With ``eval_sets``: also score them after every ``eval_every``-th epoch. The
+        probabilities go to ``BatchedFit.evaluations``, keyed by epoch.
+    device : "auto", "cpu", "cuda" or torch.device, default="auto"
+    dtype : torch.dtype, default=torch.float32
+        Of the arithmetic: torch.float32 or torch.float64 (for exact checks).
+    progress : bool, default=False
+        Show a progress bar over epochs.
+    num_threads : int or None, default=None
         CPU threads for the duration of the call. None (default): every core for
         the compiled backend, which runs models in parallel; one for the tensor
         backend, whose ticks are many tiny operations for which thread hand-offs
         cost more than they save.
-    table_limit_bytes : int
+    table_limit_bytes : int, default=1 << 30
         Tensor backend: keep a standardised copy of the pool per model when it fits
         in this many bytes (default 1 GiB; faster), else standardise gathered rows
         on the fly.
     on_epoch_end : callable(epoch, fit), optional
         Called with epoch 0 before training (the initial parameters) and after
         every epoch; ``fit`` holds the current parameters.
-    backend : {"auto", "compiled", "tensor"}
+    backend : {"auto", "compiled", "tensor"}, default="auto"
         ``"compiled"``: each model's steps run in one compiled loop
         (:mod:`minitorch_proto.training.compiled`, numba; CPU only), models in parallel over
         the cores. ``"tensor"``: the M models advance together as batched torch
         operations, one tick per step (CPU or CUDA). ``"auto"``: compiled on the
         CPU when numba is installed, tensor otherwise. Both give the sequential
         trainer's result.
-    autocast : {None, "bf16"}
+    autocast : {None, "bf16"}, default=None
         Run the instance-prototype matrix products under bf16 autocast (tensor
         backend, float32, CPU or CUDA): faster on hardware with bf16 units, at the
         cost of about three significant digits in the distances. ``"auto"`` then
@@ -147,6 +155,14 @@ def train_batched(
     Returns
     -------
     BatchedFit
+        The M models' parameters, standardisers and per-epoch ``history``.
+
+    Raises
+    ------
+    ValueError
+        If ``train_sets`` is empty, a training set is empty or holds one class, the numbers of
+        seeds, labels or ``resume`` entries do not match, or ``backend``, ``autocast`` or ``resume``
+        cannot run as asked.
     """
     model_config = model_config or PrototypeMILConfig()
     train_config = train_config or TrainConfig()

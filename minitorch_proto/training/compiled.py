@@ -20,7 +20,7 @@ instances give identical gradients either way.
 Four details make the loops fast, and are easy to lose in an edit:
 ``error_model="numpy"`` (Python's model checks every division for zero, which
 stops the compiler vectorising them: Adam was 11x slower), fastmath
-re-association (vectorised sums), the blocked products in ``compiled_distances._dots``,
+re-association (vectorised sums), the blocked products in ``compiled_distances.blocked_dots``,
 and mean pooling's backward pass for the cosine and squared Euclidean distances going
 through the bag's (unit) instance sum instead of every (instance, prototype) pair
 (the recommended model's whole 5 x 10 went from 935 s to 394 s).

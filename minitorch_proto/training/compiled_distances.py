@@ -2,7 +2,7 @@
 
 The geometric core of :mod:`minitorch_proto.training.compiled` (the whole training step
 lives there; read it first), kept apart because the baselines' compiled trainers share
-the blocked products (:func:`_dots`). The formulas are ``minitorch_proto.distances``'s,
+the blocked products (:func:`blocked_dots`). The formulas are ``minitorch_proto.distances``'s,
 checked against it through the trainers' equivalence tests in ``tests/test_training.py``.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _norm(v):
 
 
 @_jit
-def _dots(X, r0, K, P, out):
+def blocked_dots(X, r0, K, P, out):
     """``out[k, d] = X[r0 + k] . P[d]``, two instances by four prototypes at a time.
 
     The blocking keeps eight running sums in registers and reuses every loaded
@@ -106,7 +106,7 @@ def _distances(X, r0, K, P, code, psq, eps, out, xnorms):
                 out[k, d] = acc
             xnorms[k] = 0.0
         return
-    _dots(X, r0, K, P, out)
+    blocked_dots(X, r0, K, P, out)
     for k in range(K):
         x = X[r0 + k]
         xsq = 0.0
