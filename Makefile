@@ -41,8 +41,11 @@ browser:
 	  echo "installing Debian's chromium for the browser test"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
+# Two workers, each taking whole test modules (--dist loadscope): a module's shared fixtures, such as the
+# quick book build, are made once, and the unit tests run beside the book's on the second core
+# (805 s against 1,014 s in one process, 2026-11-26).
 test: setup browser
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -n 2 --dist loadscope -p no:cacheprovider
 
 reproduce: setup
 	$(BIN)/minitorch-proto reproduce --methods prototype,prototype-compat --out results
