@@ -24,7 +24,6 @@ stays one batched program per setting.
 """
 from __future__ import annotations
 
-import numbers
 from typing import Any, Mapping, Sequence, Union
 
 import numpy as np

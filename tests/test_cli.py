@@ -194,8 +194,10 @@ def test_explain_writes_each_instances_evidence_and_finds_the_planted_instances(
                  "--out", str(out)]) == 0
     assert pd.read_csv(out).groupby("bag").size().max() == 2
     bad = tmp_path / "bad.csv"
-    assert main(["explain", "--model", str(model), "--csv", str(csv), "--top", "0", "--out", str(bad)]) == 2
-    assert "top must be a positive integer" in capsys.readouterr().err and not bad.exists()
+    with pytest.raises(SystemExit) as exc:  # a usage error of argparse's, naming the flag
+        main(["explain", "--model", str(model), "--csv", str(csv), "--top", "0", "--out", str(bad)])
+    assert exc.value.code == 2 and "--top: 0 is out of range (at least 1)" in capsys.readouterr().err
+    assert not bad.exists()
 
 
 def test_explain_writes_the_patch_coordinates_of_h5_bags(tmp_path, capsys):
