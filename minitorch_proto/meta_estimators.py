@@ -31,7 +31,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.model_selection import ParameterGrid, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
-from .baselines.batched_fit import fit_many as _fit_many_baselines
 from .evaluation.metrics import scores_from_proba
 from .preprocessing import BagStandardizer
 from .validation import base_seed, check_bags, check_int, check_labels, fits_fresh, fresh_fit
@@ -70,15 +69,10 @@ def _fit_all(estimators: Sequence[BaseEstimator], train_sets, n_jobs: int) -> li
     if not estimators:
         return []
     first = estimators[0]
+    # Copies of one class train together through its fit_many hook (the baselines' is batched_fit.fit_many,
+    # which clones its template per set, the per-model settings travelling as params); a mix, one by one.
     if hasattr(first, "fit_many") and all(type(e) is type(first) for e in estimators):
         return first.fit_many(train_sets, None, estimators=estimators, n_jobs=n_jobs)
-    from .baselines._base import BaseMILClassifier
-
-    if all(isinstance(e, BaseMILClassifier) for e in estimators):
-        # baselines.batched_fit.fit_many clones its template per set; per-model settings travel as params.
-        params = [e.get_params(deep=False) for e in estimators]
-        seeds = [p.pop("random_state") for p in params]
-        return _fit_many_baselines(first, list(train_sets), seeds, params=params, n_jobs=n_jobs)
     return [e.fit(bags, y) for e, (bags, y) in zip(estimators, train_sets)]
 
 

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from minitorch_proto.baselines import BASELINES
-from minitorch_proto import meta_estimators
 from minitorch_proto.baselines import batched_fit as B
 from minitorch_proto.evaluation import baseline_cv as BCV
 from minitorch_proto.evaluation.cv import cross_validate, stratified_folds
@@ -56,7 +55,7 @@ def test_common_budget_never_fits_or_scales_on_test_bags(small, monkeypatch, one
             seen.append({int(round(float(b[0, -1]) * 1000.0)) for b in tr})
         return real(estimator, train_sets, random_states, **kw)
 
-    monkeypatch.setattr(meta_estimators, "_fit_many_baselines", spy)
+    monkeypatch.setattr(B, "fit_many", spy)  # what every baseline's fit_many hook calls
     grid = [{f"estimator__{k}": v for k, v in c.items()} for c in BCV.GRIDS["bag_stats"]]
     est = InnerCVSelection(StandardizedMIL(BASELINES["bag_stats"](0), "none"), grid, inner_folds=3)
     res, fitted = cross_validate(est, bags, y, folds, method=BCV.budget_label("bag_stats", "common"),

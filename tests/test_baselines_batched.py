@@ -186,3 +186,23 @@ def test_global_torch_rng_untouched(one_torch_thread):
     torch.manual_seed(123)
     B.fit_many(_small("attention").set_params(n_epochs=1), sets, [1, 2])
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_cross_validate_batches_a_bare_baseline_into_the_models_fit_would_give(one_torch_thread, monkeypatch):
+    from sklearn.base import clone
+
+    from minitorch_proto.evaluation import cross_validate, stratified_folds
+
+    programs = []
+    real = B._fit_group
+    monkeypatch.setattr(B, "_fit_group", lambda ests, *a: programs.append(len(ests)) or real(ests, *a))
+    bags, y = _sets(sizes_choice=np.arange(1, 9), n_bags=(24,))[0]
+    folds = stratified_folds(y, n_repeats=1, n_folds=3)
+    est = _small("attention")
+    _, fitted = cross_validate(est, bags, y, folds, return_estimators=True)
+    assert programs == [3]  # the three folds in one batched program (they were fitted one after another)
+    for fold, got in zip(folds, fitted):
+        ref = clone(est).set_params(random_state=fold.seed).fit([bags[i] for i in fold.train], y[fold.train])
+        _assert_same(ref, got)
+    with pytest.raises(ValueError, match="one random state per training set"):
+        est.fit_many([(bags, y)])

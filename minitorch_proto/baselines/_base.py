@@ -75,6 +75,41 @@ class BaseMILClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "classes_")
         return check_bags(bags, n_features=self.n_features_in_)
 
+    def fit_many(self, train_sets, random_states=None, *, estimators=None, n_jobs: int = 1) -> list:
+        """Fit one copy per ``(bags, y)`` in ``train_sets``; the neural baselines' copies train together.
+
+        Each returned estimator is the model ``clone(self).set_params(random_state=s).fit(bags, y)``
+        gives (:func:`~minitorch_proto.baselines.batched_fit.fit_many`, tested equal in float64), so
+        :func:`~minitorch_proto.evaluation.cross_validate` batches a bare baseline's folds as it
+        does the registry's wrapped ones.
+
+        Parameters
+        ----------
+        train_sets : sequence of (bags, y)
+        random_states : sequence of int, optional
+            One seed per training set; needed unless ``estimators`` is given.
+        estimators : sequence of unfitted copies of this estimator, optional
+            Their settings and seeds are used; fitted copies of them are returned.
+        n_jobs : int, default=1
+            Parallel workers (threads of the compiled loops; processes for the non-neural ones).
+
+        Returns
+        -------
+        list of fitted estimators, in the order of ``train_sets``.
+        """
+        from sklearn.base import clone
+
+        from .batched_fit import fit_many
+
+        train_sets = list(train_sets)
+        if estimators is None:
+            if random_states is None or len(random_states) != len(train_sets):
+                raise ValueError("fit_many needs one random state per training set.")
+            estimators = [clone(self).set_params(random_state=int(s)) for s in random_states]
+        params = [e.get_params(deep=False) for e in estimators]
+        seeds = [p.pop("random_state") for p in params]
+        return fit_many(self, train_sets, seeds, params=params, n_jobs=n_jobs)
+
     # -- derived predictions ---------------------------------------------------------
     def decision_function(self, bags) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
