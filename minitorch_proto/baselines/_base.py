@@ -79,9 +79,11 @@ class BaseMILClassifier(ClassifierMixin, BaseEstimator):
         """Fit one copy per ``(bags, y)`` in ``train_sets``; the neural baselines' copies train together.
 
         Each returned estimator is the model ``clone(self).set_params(random_state=s).fit(bags, y)``
-        gives (:func:`~minitorch_proto.baselines.batched_fit.fit_many`, tested equal in float64), so
-        :func:`~minitorch_proto.evaluation.cross_validate` batches a bare baseline's folds as it
-        does the registry's wrapped ones.
+        gives (:func:`~minitorch_proto.baselines.batched_fit.fit_many`): equal in float64 (tested);
+        in float32, the default, equal up to rounding, which can tip a neural fit to another
+        outcome. :func:`~minitorch_proto.evaluation.cross_validate` batches a bare baseline's folds
+        as it does the registry's wrapped ones (Musk1, 1 x 10: attention 83.2 s -> 6.1 s, MI-Net
+        47.4 s -> 2.5 s on two cores).
 
         Parameters
         ----------
