@@ -345,7 +345,8 @@ def from_dataframe(
         feature_cols = [feature_cols] if isinstance(feature_cols, str) else list(feature_cols)
         unknown = [c for c in feature_cols if c not in known]
         if unknown:
-            raise ValueError(f"{where}: feature column(s) {shown_names(unknown)} not found; columns are {shown_names(columns)}.")
+            raise ValueError(f"{where}: feature column(s) {shown_names(unknown)} not found; "
+                             f"columns are {shown_names(columns)}.")
         clash = [c for c in feature_cols if c in (bag_col, label_col)]
         if clash:
             raise ValueError(f"{where}: {clash} cannot be both a feature and the bag/label column.")
