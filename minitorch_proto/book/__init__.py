@@ -17,6 +17,7 @@ module                what it holds
 ``verdicts``          short verdicts written from a page's measured numbers; ``book_glue``
 ``frozen``            frozen result tables shipped in ``frozen_tables/``, with provenance
 ``ranking``           the book's one ranking of every method and budget (``one_ranking``)
+``params``            notebook parameters checked before any work (``as_choices``)
 ====================  ==================================================================
 
 Each driver does one experiment end to end and returns plain data (dicts, DataFrames, fitted
@@ -25,11 +26,12 @@ estimators), so notebooks stay short and the logic stays testable.
 from __future__ import annotations
 
 # Each module's __all__ is the one list of its public names; the package re-exports them.
-from . import (fitting, frozen, mnist_prototypes, pathology_page, ranking, slide_maps, toy_snapshots, unit_test_table,
-               verdicts)
+from . import (fitting, frozen, mnist_prototypes, params, pathology_page, ranking, slide_maps, toy_snapshots,
+               unit_test_table, verdicts)
 from .fitting import *  # noqa: F403
 from .frozen import *  # noqa: F403
 from .mnist_prototypes import *  # noqa: F403
+from .params import *  # noqa: F403
 from .pathology_page import *  # noqa: F403
 from .ranking import *  # noqa: F403
 from .slide_maps import *  # noqa: F403
@@ -47,4 +49,5 @@ __all__ = [
     *pathology_page.__all__,
     *ranking.__all__,
     *slide_maps.__all__,
+    *params.__all__,
 ]

@@ -1,0 +1,26 @@
+"""Notebook parameters are checked before any work, and the MNIST page's bar follows its k."""
+from __future__ import annotations
+
+import pytest
+
+from minitorch_proto.book import as_choices, digit_like_bar, mnist_sweep_verdict
+from minitorch_proto.data import BENCHMARKS
+
+
+def test_as_choices_reads_what_papermill_and_users_hand_over():
+    assert as_choices("Musk1", "datasets", BENCHMARKS, lower=True) == ["musk1"]  # -p datasets Musk1
+    assert as_choices(("fox", "TIGER"), "datasets", BENCHMARKS, lower=True) == ["fox", "tiger"]
+    assert as_choices(9, "targets", range(10)) == [9]
+    assert as_choices(["a b"], "models") == ["a b"]  # a list is kept as it is
+    with pytest.raises(ValueError, match=r"parameter datasets: unknown \['m'\]; valid values are \['musk1'"):
+        as_choices(["m"], "datasets", BENCHMARKS)  # "musk1" split into letters used to reach the loader
+    with pytest.raises(ValueError, match="parameter modes is empty"):
+        as_choices([], "modes")
+
+
+def test_the_digit_like_bar_is_three_quarters_of_k():
+    assert [digit_like_bar(k) for k in (8, 5, 4, 1)] == [6, 4, 3, 1]  # 8 keeps the paper page's 6
+    import pandas as pd
+
+    table = pd.DataFrame({"target": [9], "seed": [0], "digit_like": [True], "test_auc": [0.9]})
+    assert "at least 4 of 5" in mnist_sweep_verdict(table, k=5)  # it read "at least 6 of 5"
