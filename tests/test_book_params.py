@@ -1,6 +1,8 @@
 """Notebook parameters are checked before any work, and the MNIST page's bar follows its k."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from minitorch_proto.book import as_choices, digit_like_bar, mnist_sweep_verdict
@@ -24,3 +26,22 @@ def test_the_digit_like_bar_is_three_quarters_of_k():
 
     table = pd.DataFrame({"target": [9], "seed": [0], "digit_like": [True], "test_auc": [0.9]})
     assert "at least 4 of 5" in mnist_sweep_verdict(table, k=5)  # it read "at least 6 of 5"
+
+
+def test_output_folder_is_made_before_any_work_or_refused_in_one_line(tmp_path, monkeypatch):
+    import os
+
+    from minitorch_proto.book import output_folder
+
+    monkeypatch.chdir(tmp_path)
+    assert output_folder(None, "02_reproduction") == Path("outputs") / "02_reproduction"
+    assert (tmp_path / "outputs" / "02_reproduction").is_dir()
+    assert output_folder(tmp_path / "a" / "b", "x").is_dir()
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(ValueError, match="parameter out_dir: cannot make the folder"):  # was mkdir's traceback
+        output_folder(tmp_path / "file" / "sub", "x")
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        with pytest.raises(ValueError, match="is not writable"):
+            output_folder(locked, "x")

@@ -3,13 +3,16 @@
 ``papermill -p datasets musk1`` passes a string where the notebook expects a list, and a user may
 write ``"Musk1"`` where the tables are keyed ``"musk1"``. :func:`as_choices` turns either into the
 list the notebook expects and refuses an unknown name in one line that names the parameter, before
-any training, instead of a ``KeyError`` or an empty table after it.
+any training, instead of a ``KeyError`` or an empty table after it; :func:`output_folder` does the
+same for ``out_dir``.
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any, Iterable
 
-__all__ = ["as_choices"]
+__all__ = ["as_choices", "output_folder"]
 
 
 def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower: bool = False) -> list:
@@ -46,3 +49,20 @@ def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower:
         if unknown:
             raise ValueError(f"parameter {name}: unknown {unknown}; valid values are {allowed}.")
     return values
+
+
+def output_folder(out_dir: str | os.PathLike | None, page: str) -> Path:
+    """Where a page writes: ``out_dir``, else ``outputs/<page>`` below the working folder.
+
+    Made (and checked writable) before any work, so a folder that cannot be used is a one-line
+    error naming the parameter, not a traceback from the first file written after the training.
+    """
+    folder = Path(out_dir) if out_dir else Path("outputs") / page
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"parameter out_dir: cannot make the folder {str(folder)!r} "
+                         f"({exc.strerror or exc}).") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"parameter out_dir: the folder {str(folder)!r} is not writable.")
+    return folder
