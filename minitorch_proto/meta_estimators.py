@@ -347,7 +347,8 @@ class InnerCVSelection(_Wrapper):
 def _candidates(grid) -> list[dict]:
     """The grid as a list of candidate settings: a list of dicts as given, or a dict of lists
     (scikit-learn's ``param_grid``) expanded to every combination."""
-    if isinstance(grid, Mapping) and all(isinstance(v, Sequence) and not isinstance(v, str) for v in grid.values()):
+    listed = lambda v: isinstance(v, (Sequence, np.ndarray)) and not isinstance(v, str)  # noqa: E731 - as ParameterGrid
+    if isinstance(grid, Mapping) and all(listed(v) for v in grid.values()):
         return list(ParameterGrid(grid)) or [{}]
     if isinstance(grid, Mapping):
         raise ValueError("grid is a list of candidate settings ([{'C': 0.1}, {'C': 1.0}]) or a dict of lists "

@@ -172,6 +172,8 @@ def test_inner_cv_takes_a_scikit_learn_param_grid_and_refuses_what_it_cannot_rea
     assert as_dict.inner_scores_.shape == (2, 2)
     np.testing.assert_array_equal(as_dict.inner_scores_, as_list.inner_scores_)
     assert as_dict.best_params_ == as_list.best_params_
+    as_array = InnerCVSelection(_small(), {"lambda_w": np.array([0.0, 0.1])}, inner_folds=2).fit(bags, y)
+    np.testing.assert_array_equal(as_array.inner_scores_, as_list.inner_scores_)  # arrays are lists, as in sklearn
     with pytest.raises(ValueError, match="dict of lists"):
         InnerCVSelection(_small(), {"lambda_w": 0.1}, inner_folds=2).fit(bags, y)
     with pytest.raises(ValueError, match="n_seeds must be >= 1"):  # was one model, silently
