@@ -104,18 +104,23 @@ def worker(args) -> None:
     from minitorch_proto.training.distributed import init_distributed, train_streaming
 
     torch.set_num_threads(1)
-    rank, world = init_distributed("cpu")
+    rank, world = init_distributed(args.device)
     data = DiskBagDataset(args.data_dir, Path(args.data_dir) / "labels.csv")
     view = _Truncated(data, args.run_bags, args.run_instances)
     y = np.asarray(data.y[: view.n], dtype=np.int64)
     # torch.optim imports torch._dynamo on first use (~3 s): a start-up cost, not training.
     torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+    cuda = args.device.startswith("cuda")
+    if cuda:
+        torch.zeros(1, device=args.device)  # the CUDA context (~0.3 GB resident) is a start-up cost too
     baseline = _rss_mb("VmRSS")
     _reset_peak_rss()
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     fit = train_streaming(
         view, y, PrototypeMILConfig(n_prototypes=args.prototypes),
         TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr_prototypes=1e-3, lr_classifier=1e-3),
-        seed=0, chunk_size=args.chunk_size, autocast=args.autocast,
+        seed=0, chunk_size=args.chunk_size, autocast=args.autocast, device=args.device,
     )
     epochs = [h["seconds"] for h in fit.history]
     timed = epochs[1:] if len(epochs) > 1 else epochs
@@ -128,6 +133,7 @@ def worker(args) -> None:
             "instances": int(view.sizes.sum()), "s_per_epoch": float(np.mean(timed)),
             "standardize_s": fit.seconds - float(np.sum(epochs)), "peak_mb": float(peak[0]),
             "added_mb": float(peak[1]),
+            "gpu_peak_mb": torch.cuda.max_memory_allocated() / 2**20 if cuda else None,
             "final_loss": fit.history[-1]["total"],
         }), flush=True)
     if world > 1:
@@ -159,7 +165,7 @@ def _free_port() -> int:
 def run(args, n_bags: int, n_instances: int, procs: int) -> dict:
     base = [__file__, "--worker", "--data-dir", str(args.data_dir), "--run-bags", str(n_bags),
             "--run-instances", str(n_instances), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size),
-            "--chunk-size", str(args.chunk_size), "--prototypes", str(args.prototypes)]
+            "--chunk-size", str(args.chunk_size), "--prototypes", str(args.prototypes), "--device", args.device]
     if args.autocast:
         base += ["--autocast", args.autocast]
     if procs == 1:
@@ -175,28 +181,37 @@ def run(args, n_bags: int, n_instances: int, procs: int) -> dict:
     return json.loads(lines[-1][len("RESULT "):])
 
 
-def matmul_rate(chunk: int, n_features: int, n_prototypes: int, seconds: float = 1.0, threads: int = 1) -> float:
-    """FLOP/s of the distance product X (chunk x L) @ P^T (L x D), float32, on ``threads`` threads."""
+def matmul_rate(chunk: int, n_features: int, n_prototypes: int, seconds: float = 1.0, threads: int = 1,
+                device: str = "cpu") -> float:
+    """FLOP/s of the distance product X (chunk x L) @ P^T (L x D), float32, on ``threads`` threads or a GPU.
+
+    On a GPU the products are queued back to back and timed to the last one's end, so this is
+    the rate of the product itself at this (small, launch-bound) shape, not the card's peak.
+    """
     import torch
 
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     try:
-        X = torch.randn(chunk, n_features)
-        P = torch.randn(n_prototypes, n_features)
+        X = torch.randn(chunk, n_features, device=device)
+        P = torch.randn(n_prototypes, n_features, device=device)
         for _ in range(3):
             X @ P.T
+        sync()
         reps, t0 = 0, time.perf_counter()
         while time.perf_counter() - t0 < seconds:
-            X @ P.T
-            reps += 1
+            for _ in range(10):
+                X @ P.T
+            sync()
+            reps += 10
         return 2.0 * chunk * n_features * n_prototypes * reps / (time.perf_counter() - t0)
     finally:
         torch.set_num_threads(previous)
 
 
-def bf16_cv(names: list[str], repeats: int, epochs: int | None) -> dict:
-    """Accuracy and AUC of float32 vs bf16-autocast training, same folds, tensor engine on the CPU."""
+def bf16_cv(names: list[str], repeats: int, epochs: int | None, device: str = "cpu") -> dict:
+    """Accuracy and AUC of float32 vs bf16-autocast training, same folds, tensor engine on ``device``."""
     from minitorch_proto.data import load_benchmark
     from minitorch_proto.evaluation.cv import stratified_folds
     from minitorch_proto.evaluation.metrics import scores_from_proba
@@ -213,7 +228,7 @@ def bf16_cv(names: list[str], repeats: int, epochs: int | None) -> dict:
         for precision in ("float32", "bf16"):
             t0 = time.perf_counter()
             fit = train_batched(data.bags, data.y, [f.train for f in folds], [f.seed for f in folds], mconf, tconf,
-                                eval_sets=[f.test for f in folds], device="cpu", backend="tensor",
+                                eval_sets=[f.test for f in folds], device=device, backend="tensor",
                                 autocast=None if precision == "float32" else "bf16")
             seconds = time.perf_counter() - t0
             last = int(tconf.epochs)
@@ -247,6 +262,7 @@ def main() -> None:
     p.add_argument("--batch-size", type=int, default=8, help="global minibatch (bags)")
     p.add_argument("--chunk-size", type=int, default=8192)
     p.add_argument("--autocast", default=None, choices=[None, "bf16"])
+    p.add_argument("--device", default="cpu", help="cpu or cuda (one process per GPU: --procs 1 on one card)")
     p.add_argument("--data-dir", default=None, help="where the collection is written (default: a temp folder)")
     p.add_argument("--bf16-cv", default=None, help="comma-separated benchmarks: measure bf16's accuracy effect instead")
     p.add_argument("--cv-repeats", type=int, default=1)
@@ -262,8 +278,9 @@ def main() -> None:
         import torch
 
         torch.set_num_threads(1)
-        res = bf16_cv([n.strip() for n in args.bf16_cv.split(",")], args.cv_repeats, args.cv_epochs)
-        print(json.dumps({"bf16_cv": res, "repeats": args.cv_repeats, "folds": 10, "epochs": args.cv_epochs or 100}))
+        res = bf16_cv([n.strip() for n in args.bf16_cv.split(",")], args.cv_repeats, args.cv_epochs, args.device)
+        print(json.dumps({"bf16_cv": res, "repeats": args.cv_repeats, "folds": 10, "epochs": args.cv_epochs or 100,
+                          "device": args.device}))
         return
     isweep = sorted({min(int(v), args.instances) for v in args.instance_sweep.split(",")})
     bsweep = sorted({min(int(v), args.bags) for v in args.bag_sweep.split(",")})
@@ -276,10 +293,10 @@ def main() -> None:
     t0 = time.perf_counter()
     write_collection(args.data_dir, args.bags, args.instances, args.features)
     write_s = time.perf_counter() - t0
-    rate = matmul_rate(min(args.chunk_size, args.instances), args.features, args.prototypes)
+    rate = matmul_rate(min(args.chunk_size, args.instances), args.features, args.prototypes, device=args.device)
     print(f"collection: {args.bags} bags x {args.instances} instances x {args.features} features (float32 .npy, "
           f"{args.bags * args.instances * args.features * 4 / 2**30:.2f} GiB) ready in {write_s:.1f} s; "
-          f"matmul rate {rate / 1e9:.1f} GFLOP/s (1 thread, float32)")
+          f"matmul rate {rate / 1e9:.1f} GFLOP/s ({'1 thread' if args.device == 'cpu' else args.device}, float32)")
 
     plan = [(args.bags, k, 1) for k in isweep] + [(b, args.instances, 1) for b in bsweep if b != args.bags]
     plan += [(args.bags, args.instances, n) for n in procs if n != 1]
@@ -307,7 +324,7 @@ def main() -> None:
     summary = {
         "bags": args.bags, "instances_per_bag": args.instances, "features": args.features,
         "prototypes": args.prototypes, "epochs": args.epochs, "batch_size": args.batch_size,
-        "chunk_size": args.chunk_size, "autocast": args.autocast, "matmul_gflops": rate / 1e9,
+        "chunk_size": args.chunk_size, "autocast": args.autocast, "device": args.device, "matmul_gflops": rate / 1e9,
         "write_s": write_s,
         "slope_vs_instances_per_bag": slope([r["instances_per_bag"] for r in by_k], [r["s_per_epoch"] for r in by_k])
         if len(by_k) > 1 else None,
