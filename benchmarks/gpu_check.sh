@@ -6,6 +6,7 @@
 #
 #   MINITORCH_PROTO_DATA=../shared/data/mil bash benchmarks/gpu_check.sh [OUT_DIR]
 #
+# STEPS="test_cuda scale_cuda" runs only those steps (a device budget may not hold them all).
 # Each step has its own time limit, so one that hangs costs only its share; logs go to OUT_DIR
 # (default benchmarks/out/gpu). benchmarks/scale_results.md freezes what it printed.
 set -u
@@ -14,8 +15,10 @@ mkdir -p "$out"
 export PYTHONPATH=. PYTHONUNBUFFERED=1 MINITORCH_PROTO_DATA=${MINITORCH_PROTO_DATA:-../shared/data/mil}
 py=${PYTHON:-python3}
 data=${SCALE_DATA:-/tmp/minitorch_proto_scale}
+steps=" ${STEPS:-test_cuda scale_cuda scale_cuda_bf16 bf16_cv_cuda scale_cpu} "
 step() {  # step NAME SECONDS COMMAND...: run it under a limit, log it, say how it ended
     local name=$1 limit=$2; shift 2
+    [[ $steps == *" $name "* ]] || return 0
     local t0=$SECONDS
     timeout "$limit" "$@" >"$out/$name.log" 2>&1
     echo "== $name: exit $? after $((SECONDS - t0)) s"

@@ -101,6 +101,25 @@ def test_pt_dict_and_string_labels(tmp_path):
     assert data.sizes.tolist() == [3, 4, 5, 6] and list(data.y) == ["tumour", "normal"] * 2
 
 
+@pytest.mark.parametrize("value, dtype, message", [
+    (np.inf, np.float32, "NaN or infinite"), (-np.inf, np.float64, "NaN or infinite"),
+    (np.nan, np.float16, "NaN or infinite"), (1e39, np.float64, "beyond float32's range"),
+    (-1e39, np.float64, "beyond float32's range"),
+])
+def test_every_bad_value_a_read_meets_is_named(tmp_path, value, dtype, message):
+    # The check reads only the rows' smallest and largest values: one bad value anywhere, of
+    # either sign, in any float width, must still be found and located.
+    labels = write_bag_folder(tmp_path, [np.ones((2, 4)), np.ones((6, 4))], np.array([0, 1]), ["a", "b"], fmt="npy")
+    X = np.ones((6, 4), dtype=dtype)
+    X[4, 3] = value
+    np.save(tmp_path / "b.npy", X)  # written behind the writer's back, as a stranger's folder may be
+    data = DiskBagDataset(tmp_path, labels)
+    assert data.rows(0, 0, 2).shape == (2, 4)
+    np.testing.assert_array_equal(data.rows(1, 0, 4), X[:4])  # the bad row not among those read
+    with pytest.raises(ValueError, match=rf"b\.npy .*{message}.*instance 4, feature 3"):
+        data.rows(1, 2, 6)
+
+
 def test_errors_name_the_file(tmp_path, problem):
     bags, y = problem
     labels = write_bag_folder(tmp_path, bags[:4], y[:4], ["a", "b", "c", "d"], fmt="npy")

@@ -425,9 +425,13 @@ def train_streaming(
             raw = _rows(bags, i, start, stop)
             if standardizer.mode == "instance":
                 return torch.as_tensor(standardizer.transform_instances(raw), dtype=dtype, device=dev)
-            # np.array copies: a memory-mapped bag is read-only, which torch.as_tensor warns about.
-            X = torch.as_tensor(np.array(raw, dtype=np.float32 if dtype == torch.float32 else np.float64), device=dev)
-            return X if mean is None else (X - mean) / scale
+            want = np.float32 if dtype == torch.float32 else np.float64
+            # A read-only memory map (torch.as_tensor warns about those) or another dtype needs a copy;
+            # rows a folder read are already this process's own, and a copy per bag is not free.
+            arr = raw if raw.dtype == want and raw.flags.writeable else np.array(raw, dtype=want)
+            X = torch.as_tensor(arr, device=dev)
+            # The in-place divide works on the subtraction's new tensor, never on the caller's rows.
+            return X if mean is None else (X - mean).div_(scale)
 
         return read
 
