@@ -4,7 +4,8 @@ The formats' own loaders trust their files: ``torch.load`` can run code, an HDF5
 read other files through links, and each fails on a bad file with its own many-line
 error. Here each format is checked (magic bytes, ``weights_only=True``, no links out of
 the folder unless asked) and every failure is a one-line :class:`BagFileError` naming
-the file. :mod:`minitorch_proto.data.disk` builds the lazy dataset on these.
+the file. :mod:`minitorch_proto.data.disk` builds the lazy dataset on these (``open_array``,
+``as_numpy``, ``BagFile`` and the message helpers are its; ``__all__`` holds what users need).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ FEATURE_SUFFIXES = (".npy", ".pt", ".h5", ".hdf5")
 _NPY_MAGIC = b"\x93NUMPY"
 # torch.save writes a zip archive; its legacy format (and any pickle of protocol 2 or later) starts with PROTO.
 _PT_MAGICS = (b"PK\x03\x04", b"\x80")
-_LINK_ADVICE = "refused unless you allow links out of the folder (--follow-links, follow_links=True)"
+LINK_ADVICE = "refused unless you allow links out of the folder (--follow-links, follow_links=True)"
 
 
 class BagFileError(ValueError):
@@ -31,14 +32,16 @@ class BagFileError(ValueError):
     def __init__(self, message: str) -> None:
         # A stranger's file names may hold line breaks (a bag id is any text without a separator):
         # the message stays one line whatever they hold.
-        super().__init__(_escape_breaks(message))
+        super().__init__(escape_breaks(message))
 
 
-def _escape_breaks(text: str) -> str:
+def escape_breaks(text: str) -> str:
+    """``text`` with its line breaks written as ``\\r`` and ``\\n``, so a message naming it stays one line."""
     return str(text).replace("\r", "\\r").replace("\n", "\\n")
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of a library's error, for a one-line message (torch's unsafe advice cut off)."""
     text = " ".join(str(exc).split("\n")[0].split()) or type(exc).__name__
     # torch's advice to retry with weights_only=False is the one thing not to do with a stranger's file.
     return text.split(" Re-running `torch.load`")[0].split("(1) ")[0].rstrip(" .:")
@@ -55,7 +58,7 @@ def check_bag_id(bag_id: str, where: str) -> str:
 
 
 @dataclass(frozen=True)
-class _BagFile:
+class BagFile:
     """Where one bag lives and the shape its header declares."""
 
     path: Path
@@ -93,7 +96,7 @@ def _load_pt(path: Path, key: str):
         raise BagFileError(f"{path}: refused: loading it would run code ({detail}); save the features "
                            "with torch.save(tensor) or as .npy.") from None
     except Exception as exc:  # noqa: BLE001 - any failure of a stranger's file is a one-line input error
-        raise BagFileError(f"{path}: not a readable PyTorch tensor file ({_first_line(exc)}).") from None
+        raise BagFileError(f"{path}: not a readable PyTorch tensor file ({first_line(exc)}).") from None
     if isinstance(obj, dict):
         if key not in obj:
             raise BagFileError(f"{path}: the saved dict has no {key!r} entry (keys: {sorted(map(str, obj))}).")
@@ -134,18 +137,18 @@ def _h5_dataset(handle, path: Path, key: str, follow_links: bool):
                 parts = [p for p in target.split("/") if p not in ("", ".")] + parts
                 continue
             if kind != h5py.h5l.TYPE_HARD:
-                raise BagFileError(f"{path}: {key!r} is an HDF5 link to another file; {_LINK_ADVICE}.")
+                raise BagFileError(f"{path}: {key!r} is an HDF5 link to another file; {LINK_ADVICE}.")
             node = group[name]
             group = node
     if not isinstance(node, h5py.Dataset):
         return None
     if not follow_links and (node.is_virtual or node.external):
         how = "a virtual dataset" if node.is_virtual else "stored in external raw files"
-        raise BagFileError(f"{path}: {key!r} is {how}, which reads other files; {_LINK_ADVICE}.")
+        raise BagFileError(f"{path}: {key!r} is {how}, which reads other files; {LINK_ADVICE}.")
     return node
 
 
-def _open_array(path: Path, key: str, follow_links: bool = False):
+def open_array(path: Path, key: str, follow_links: bool = False):
     """An array-like (supports ``.shape``, ``.dtype`` and row slicing) over the file's features.
 
     For ``.h5`` the caller must close the returned file handle (second value).
@@ -163,9 +166,9 @@ def _open_array(path: Path, key: str, follow_links: bool = False):
             if "pickled" in str(exc) or "Python objects" in str(exc):
                 raise BagFileError(f"{path}: refused: it holds Python objects, and loading them would run "
                                    "code; save a numeric array.") from None
-            raise BagFileError(f"{path}: not a plain numeric .npy array ({_first_line(exc)}).") from None
+            raise BagFileError(f"{path}: not a plain numeric .npy array ({first_line(exc)}).") from None
         except (OSError, EOFError) as exc:
-            raise BagFileError(f"{path}: a damaged .npy file ({_first_line(exc)}).") from None
+            raise BagFileError(f"{path}: a damaged .npy file ({first_line(exc)}).") from None
     if suffix == ".pt":
         return _load_pt(path, key), None
     import h5py
@@ -173,7 +176,7 @@ def _open_array(path: Path, key: str, follow_links: bool = False):
     try:
         handle = h5py.File(path, "r")
     except Exception as exc:  # noqa: BLE001 - h5py raises OSError and others for damaged files
-        raise BagFileError(f"{path}: not a readable HDF5 file ({_first_line(exc)}).") from None
+        raise BagFileError(f"{path}: not a readable HDF5 file ({first_line(exc)}).") from None
     try:
         dataset = _h5_dataset(handle, path, key, follow_links)
     except BagFileError:
@@ -181,14 +184,14 @@ def _open_array(path: Path, key: str, follow_links: bool = False):
         raise
     except Exception as exc:  # noqa: BLE001 - a damaged object header surfaces here, not at open
         handle.close()
-        raise BagFileError(f"{path}: not a readable HDF5 file ({_first_line(exc)}).") from None
+        raise BagFileError(f"{path}: not a readable HDF5 file ({first_line(exc)}).") from None
     if dataset is None:
         handle.close()
         raise BagFileError(f"{path}: no {key!r} dataset in the HDF5 file.")
     return dataset, handle
 
 
-def _as_numpy(rows) -> np.ndarray:
+def as_numpy(rows) -> np.ndarray:
     """Rows read from any of the three formats as a NumPy array (bf16/fp16 tensors widened)."""
     if hasattr(rows, "detach"):
         import torch
@@ -200,7 +203,8 @@ def _as_numpy(rows) -> np.ndarray:
     return np.asarray(rows)
 
 
-def _kind_ok(dtype) -> bool:
+def kind_ok(dtype) -> bool:
+    """Whether a file's dtype (NumPy's or torch's) holds real numbers: float, int, unsigned or bf16."""
     name = str(dtype).replace("torch.", "")
     try:
         return np.dtype(name).kind in "fiu"

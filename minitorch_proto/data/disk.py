@@ -28,8 +28,8 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from .bag_files import (_LINK_ADVICE, FEATURE_SUFFIXES, BagFileError, _as_numpy, _BagFile, _escape_breaks,
-                        _first_line, _kind_ok, _open_array, check_bag_id)
+from .bag_files import (FEATURE_SUFFIXES, LINK_ADVICE, BagFile, BagFileError, as_numpy, check_bag_id, escape_breaks,
+                        first_line, kind_ok, open_array)
 
 __all__ = ["BagFileError", "DiskBagDataset", "FEATURE_SUFFIXES", "write_bag_folder"]
 
@@ -113,7 +113,7 @@ class DiskBagDataset(Sequence):
         if (labels.is_symlink() and not self.follow_links and labels.parent.resolve() == root.resolve()
                 and not labels.resolve().is_relative_to(root.resolve())):
             # The folder's own labels file is the stranger's too; one named on purpose elsewhere is the user's.
-            raise BagFileError(f"{labels} leads outside {root} (to {labels.resolve()}); {_LINK_ADVICE}.")
+            raise BagFileError(f"{labels} leads outside {root} (to {labels.resolve()}); {LINK_ADVICE}.")
         from .readers import ids_as_written
 
         try:
@@ -121,7 +121,7 @@ class DiskBagDataset(Sequence):
             if bag_col in table.columns:  # "NA" is a bag's name here, as write_bag_folder writes it
                 table[bag_col] = ids_as_written(table, labels, bag_col)
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            raise BagFileError(f"{labels}: not a readable CSV ({_first_line(exc)}).") from None
+            raise BagFileError(f"{labels}: not a readable CSV ({first_line(exc)}).") from None
         if bag_col not in table.columns:
             raise BagFileError(f"{labels}: no bag-id column {bag_col!r} (columns: {list(table.columns)}).")
         if len(table) == 0:
@@ -180,7 +180,7 @@ class DiskBagDataset(Sequence):
                 loop = isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP
                 raise BagFileError(f"{path}: {'a symbolic link loop' if loop else 'a broken link'}.") from None
             if not real.is_relative_to(root) and not self.follow_links:
-                raise BagFileError(f"{path} leads outside {self.root} (to {real}); {_LINK_ADVICE}.")
+                raise BagFileError(f"{path} leads outside {self.root} (to {real}); {LINK_ADVICE}.")
             if not real.is_file():
                 # A folder, FIFO or device under a feature file's name: opening a FIFO would hang.
                 what = "a folder" if real.is_dir() else "a special file (FIFO, device or socket)"
@@ -188,27 +188,27 @@ class DiskBagDataset(Sequence):
             found.append(path)
         return found
 
-    def _inspect(self, bag_id: str) -> _BagFile:
+    def _inspect(self, bag_id: str) -> BagFile:
         found = self._candidates(bag_id)
         if not found:
             tried = ", ".join(repr(f"{bag_id}{s}") for s in FEATURE_SUFFIXES)
-            raise FileNotFoundError(_escape_breaks(
+            raise FileNotFoundError(escape_breaks(
                 f"No feature file for bag {bag_id!r} in {self.root} (looked for {tried})."))
         if len(found) > 1:
             raise BagFileError(f"Bag {bag_id!r} has several feature files ({', '.join(p.name for p in found)}): keep one.")
         path = found[0]
         try:
-            arr, handle = _open_array(path, self.key, self.follow_links)
+            arr, handle = open_array(path, self.key, self.follow_links)
         except BagFileError:
             raise
         except (OSError, EOFError) as exc:
-            raise BagFileError(f"{path}: could not be read ({_first_line(exc)}).") from None
+            raise BagFileError(f"{path}: could not be read ({first_line(exc)}).") from None
         try:
             shape, dtype = tuple(arr.shape), arr.dtype
         finally:
             if handle is not None:
                 handle.close()
-        if not _kind_ok(dtype):
+        if not kind_ok(dtype):
             raise BagFileError(f"{path}: features must be numeric, got dtype {dtype}.")
         if len(shape) == 1:
             shape = (1, shape[0])
@@ -218,7 +218,7 @@ class DiskBagDataset(Sequence):
             raise BagFileError(f"{path}: the bag is empty; every bag needs at least one instance.")
         if shape[1] == 0:
             raise BagFileError(f"{path}: the bag has no features.")
-        return _BagFile(path, int(shape[0]), int(shape[1]))
+        return BagFile(path, int(shape[0]), int(shape[1]))
 
     # ------------------------------------------------------------ sequence
     def __len__(self) -> int:
@@ -263,12 +263,12 @@ class DiskBagDataset(Sequence):
         """
         f = self._files[i]
         try:
-            arr, handle = _open_array(f.path, self.key, self.follow_links)
+            arr, handle = open_array(f.path, self.key, self.follow_links)
             try:
                 if len(arr.shape) == 1:
-                    out = _as_numpy(arr[:]).reshape(1, -1)[start:stop]
+                    out = as_numpy(arr[:]).reshape(1, -1)[start:stop]
                 else:
-                    out = _as_numpy(arr[start:stop])
+                    out = as_numpy(arr[start:stop])
                 out = out if out.flags.owndata else out.copy()  # not a view of the mapped file
             finally:
                 if handle is not None:
@@ -277,7 +277,7 @@ class DiskBagDataset(Sequence):
             raise
         except (OSError, EOFError, ValueError, RuntimeError) as exc:
             # The file changed or was truncated after the folder was opened.
-            raise BagFileError(f"{f.path}: could not be read ({_first_line(exc)}).") from None
+            raise BagFileError(f"{f.path}: could not be read ({first_line(exc)}).") from None
         if self.check_finite and out.dtype.kind == "f" and out.size and not _extremes_ok(out):
             if not np.isfinite(out).all():
                 bad = np.argwhere(~np.isfinite(out))[0]
@@ -301,9 +301,9 @@ class DiskBagDataset(Sequence):
         if f.path.suffix.lower() == ".npy":
             raise BagFileError(f"{f.path}: a .npy file holds the features only, no {key!r}; save the bags as .h5 "
                                "or as .pt dicts to keep per-instance arrays beside them.")
-        arr, handle = _open_array(f.path, key, self.follow_links)
+        arr, handle = open_array(f.path, key, self.follow_links)
         try:
-            out = np.atleast_1d(_as_numpy(arr[:]))
+            out = np.atleast_1d(as_numpy(arr[:]))
             out = out if out.flags.owndata else out.copy()
         finally:
             if handle is not None:
