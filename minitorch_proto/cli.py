@@ -455,20 +455,13 @@ def _with_coordinates(args, maps: Path | None, data, table: pd.DataFrame) -> pd.
 
 
 def cmd_datasets(args) -> int:
-    from .data import BENCHMARKS, load_benchmark
+    from .data.benchmarks import benchmark_status
 
-    rows = []
-    for name in BENCHMARKS:
-        try:
-            d = load_benchmark(name, data_dir=args.data_dir, download=args.download,
-                               download_timeout=args.download_timeout)
-            s = d.summary()
-            rows.append({"dataset": name, "status": "ok", "bags": s["bags"], "instances": s["instances"],
-                         "features": s["features"], "source": d.source})
-        except Exception as exc:  # noqa: BLE001 - report every data set, then fail
-            rows.append({"dataset": name, "status": f"missing: {type(exc).__name__}", "source": str(exc)[:120]})
-    print(pd.DataFrame(rows).to_string(index=False))
-    return 0 if all(r["status"] == "ok" for r in rows) else 1
+    table, problems = benchmark_status(args.data_dir, args.download, args.download_timeout)
+    print(table.to_string(index=False))
+    for line in problems:
+        print(line)
+    return 1 if problems else 0
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -137,6 +137,19 @@ def test_read_mil_csv_rejects_too_few_columns(tmp_path):
         read_mil_csv(_write(tmp_path / "two.csv", "0,1\n1,2\n"))
 
 
+def test_damaged_benchmark_files_are_named_in_one_line(tmp_path, shared_mil):
+    # Reachable with verify=False / --no-verify: pandas' two-line tokenizer error and scipy's
+    # "could not read bytes" named neither the file nor the problem.
+    ragged = _write(tmp_path / "ragged.csv", "1,0,1.0,2.0\n2,1,1.0\n3,0,1,1,1,1,1\n")
+    with pytest.raises(ValueError, match=r"ragged\.csv: not a MIL CSV file \(.*line 3") as err:
+        read_mil_csv(ragged)
+    assert "\n" not in str(err.value)
+    cut = tmp_path / "musk1.mat"
+    cut.write_bytes((shared_mil / "miproblems" / "musk1.mat").read_bytes()[:30_000])
+    with pytest.raises(ValueError, match=r"musk1\.mat: could not be read as a \.mat file; is it damaged or truncated"):
+        read_mil_mat(cut)
+
+
 # --------------------------------------------------------------------------- #
 # BagDataset
 # --------------------------------------------------------------------------- #
@@ -312,12 +325,35 @@ def test_load_benchmark_default_cache_comes_from_env(monkeypatch, tmp_path):
     assert (tmp_path / "my-cache" / "Musk1.csv").is_file()
 
 
-def test_load_benchmark_corrupt_cache_says_delete(monkeypatch, tmp_path):
-    _toy_benchmark(monkeypatch, tmp_path / "server")
+def test_load_benchmark_corrupt_cache_is_fetched_again_or_says_delete(monkeypatch, tmp_path):
+    src = _toy_benchmark(monkeypatch, tmp_path / "server")
     cache = tmp_path / "cache"
     _write(cache / "Musk1.csv", TOY_CSV.replace("9.5", "9.6"))
-    with pytest.raises(ChecksumError, match="Delete it"):
+    with pytest.raises(ChecksumError, match="Delete it, or call with download=True"):
+        load_benchmark("musk1", cache_dir=cache, download=False)
+    # The cache holds only verified downloads: a damaged copy there is fetched again.
+    ds = load_benchmark("musk1", cache_dir=cache)
+    assert (cache / "Musk1.csv").read_text() == TOY_CSV and ds.summary()["bags"] == 3
+    assert _leftovers(cache) == ["Musk1.csv"]
+    _write(cache / "Musk1.csv", TOY_CSV.replace("9.5", "9.6"))
+    src.unlink()  # offline: the damage is named, and the damaged copy is not replaced by half a file
+    with pytest.raises(ChecksumError, match="cached copy is damaged, and fetching it again failed") as err:
         load_benchmark("musk1", cache_dir=cache)
+    assert "\n" not in str(err.value)
+    assert _leftovers(cache) == ["Musk1.csv"]
+
+
+def test_a_registry_entry_without_a_checksum_is_never_downloaded_unverified(monkeypatch, tmp_path):
+    # Before, the download was kept unchecked and every later load called it corrupt ("expected None").
+    src = _toy_benchmark(monkeypatch, tmp_path / "server")
+    monkeypatch.setitem(BENCHMARKS, "musk1", dataclasses.replace(BENCHMARKS["musk1"], sha256=None))
+    cache = tmp_path / "cache"
+    with pytest.raises(FileNotFoundError, match="no checksum is known for musk1, so it is not downloaded"):
+        load_benchmark("musk1", cache_dir=cache)
+    assert _leftovers(cache) == []
+    with pytest.raises(ChecksumError, match="no checksum is known .* pass verify=False"):
+        load_benchmark("musk1", data_dir=src.parent)
+    assert load_benchmark("musk1", data_dir=src.parent, verify=False).summary()["bags"] == 3
 
 
 def test_load_benchmark_all_mirrors_down(monkeypatch, tmp_path):
@@ -532,3 +568,19 @@ def test_load_benchmark_falls_back_to_mat(tmp_path):
     assert ds.source == str(tmp_path / "miproblems" / "fox.mat")
     _assert_same_data(ds, read_mil_csv(SHARED / "Fox.csv"))
 
+
+
+def test_the_datasets_command_says_which_file_is_missing_which_corrupt_and_the_fix(tmp_path, shared_mil, capsys):
+    from minitorch_proto.cli import main
+
+    for name in ("Musk1.csv", "Musk2.csv", "Elephant.csv"):
+        shutil.copy(shared_mil / name, tmp_path / name)
+    (tmp_path / "Fox.csv").write_bytes((shared_mil / "Fox.csv").read_bytes()[:100_000])  # cut short
+    assert main(["datasets", "--data-dir", str(tmp_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    status = {line.split()[0]: line.split()[1] for line in out[1:6]}
+    assert status == {"musk1": "ok", "musk2": "ok", "fox": "corrupt", "tiger": "missing", "elephant": "ok"}
+    assert out[1].split()[2:5] == ["92", "476", "166"]  # counts print as integers beside missing rows
+    # Each problem whole on its own line: before, it was cut at 120 characters, before the fix.
+    assert out[6].startswith("fox: corrupt: ") and out[6].endswith("pass verify=False.")
+    assert out[7].startswith("tiger: missing: Tiger.csv not found in ") and len(out) == 8

@@ -102,6 +102,23 @@ def test_a_corrupt_download_is_refused(tiny_mirror, monkeypatch):
         load_mnist_images(tiny_mirror["root"], source="torchvision")
 
 
+@pytest.mark.parametrize("source", ["auto", "torchvision"])
+@pytest.mark.parametrize("download", [False, True])
+def test_a_damaged_cache_is_named_never_replaced_by_the_subset(tmp_path, capfd, source, download):
+    # An interrupted first download leaves the four files in place but unreadable; torchvision
+    # only checks that they exist. Before, "auto" went on with the 5,000-image subset saying
+    # "Full MNIST is not cached", and download=True mended nothing.
+    raw = tmp_path / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    for name in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                 "t10k-labels-idx1-ubyte"):
+        (raw / name).write_bytes(np.random.default_rng(0).bytes(1000))
+    with pytest.raises(RuntimeError, match=r"Full MNIST in .*MNIST/raw is damaged \(.*\); delete that folder") as err:
+        load_mnist_images(tmp_path, source=source, download=download, timeout=1)
+    assert "\n" not in str(err.value)
+    assert capfd.readouterr().out == ""
+
+
 def test_torchvision_source_errors(tmp_path):
     with pytest.raises(RuntimeError, match="download=False"):
         load_mnist_images(tmp_path, source="torchvision", download=False)

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from .containers import BagDataset
-from .download import DATA_ENV_VAR, ChecksumError, default_cache_dir, download_deadline, download_file, sha256_of
+from .download import (DATA_ENV_VAR, ChecksumError, DownloadError, default_cache_dir, download_deadline, download_file,
+                       sha256_of)
 from .readers import read_mil_csv, read_mil_mat
 
-__all__ = ["BENCHMARKS", "BenchmarkInfo", "load_benchmark", "read_split_files"]
+__all__ = ["BENCHMARKS", "BenchmarkInfo", "benchmark_status", "load_benchmark", "read_split_files"]
 
 
 # --------------------------------------------------------------------------- #
@@ -293,10 +295,41 @@ def load_benchmark(
         call=f"load_benchmark({info.name!r}, download=True)",
     )
     if verify:
-        _verify(path, info.sha256 if fmt == "csv" else info.mat_sha256, info, cached)
+        _verify(path, info.sha256 if fmt == "csv" else info.mat_sha256, info, cached, download=download,
+                download_timeout=download_timeout)
     ds = read_mil_csv(path, name=info.name) if fmt == "csv" else read_mil_mat(path, name=info.name)
     _check_counts(ds, info, path)
     return ds
+
+
+def benchmark_status(data_dir: str | os.PathLike | None = None, download: bool = False,
+                     download_timeout: float | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """Whether each benchmark loads, as a table, and one line per benchmark that does not.
+
+    Returns
+    -------
+    table : DataFrame
+        One row per benchmark: ``dataset``, ``status`` (``ok``, ``missing``: not found or not
+        downloaded, ``corrupt``: its checksum differs, ``unusable``: it does not read as the
+        benchmark), and for loaded ones ``bags``, ``instances``, ``features`` and ``source``.
+    problems : list of str
+        ``"<name>: <status>: <the loader's one-line message>"``, which says the fix.
+    """
+    rows, problems = [], []
+    for name in BENCHMARKS:
+        try:
+            d = load_benchmark(name, data_dir=data_dir, download=download, download_timeout=download_timeout)
+        except (OSError, ValueError, RuntimeError) as exc:  # FileNotFoundError, ChecksumError, DownloadError, ...
+            status = ("corrupt" if isinstance(exc, ChecksumError) else
+                      "unusable" if isinstance(exc, ValueError) else "missing")
+            rows.append({"dataset": name, "status": status})
+            problems.append(f"{name}: {status}: {exc}")
+            continue
+        s = d.summary()
+        rows.append({"dataset": name, "status": "ok", "bags": s["bags"], "instances": s["instances"],
+                     "features": s["features"], "source": d.source})
+    table = pd.DataFrame(rows, columns=["dataset", "status", "bags", "instances", "features", "source"])
+    return table.astype({c: "Int64" for c in ("bags", "instances", "features")}).fillna({"source": ""}), problems
 
 
 def _locate(info: BenchmarkInfo, data_dir, download: bool, cache_dir, download_timeout, *,
@@ -337,23 +370,42 @@ def _locate(info: BenchmarkInfo, data_dir, download: bool, cache_dir, download_t
             f"as {target}, or put it in a folder and set {DATA_ENV_VAR} to that "
             f"folder (or pass data_dir=...). {sources}"
         )
+    if not info.sha256:  # a download that cannot be verified would sit in the cache as if it had been
+        raise FileNotFoundError(f"{info.file_name} is not in the cache {folder}, and no checksum is known for "
+                                f"{info.name}, so it is not downloaded; save the file as {target}. {sources}")
     download_file(info.urls, target, info.sha256, deadline=download_timeout)
     return target, "csv", True
 
 
-def _verify(path: Path, expected: str, info: BenchmarkInfo, cached: bool) -> None:
-    """A one-line :class:`ChecksumError` when ``path``'s sha256 is not ``expected``."""
+def _verify(path: Path, expected: str, info: BenchmarkInfo, cached: bool, *, download: bool = False,
+            download_timeout: float | None = None) -> None:
+    """A one-line :class:`ChecksumError` when ``path``'s sha256 is not ``expected``.
+
+    The cache holds only verified downloads, so a cached CSV that fails its check was damaged
+    from outside; with ``download`` it is fetched again (atomically, verified) instead.
+    """
+    if not expected:
+        raise ChecksumError(f"{path}: no checksum is known for {info.name}'s {path.suffix} file, so it cannot be "
+                            "verified; pass verify=False to use it as it is.")
     got = sha256_of(path)
-    if got != expected:
-        fix = (
-            "Delete it to download it again."
-            if cached
-            else "If this is your own re-saved copy, pass verify=False."
-        )
-        raise ChecksumError(
-            f"{path} has sha256 {got}, expected {expected} for {info.name}. "
-            f"The file is corrupt, truncated or a different version. {fix}"
-        )
+    if got == expected:
+        return
+    if cached and download and info.urls and path.name == info.file_name:
+        try:
+            download_file(info.urls, path, expected, deadline=download_timeout)
+            return
+        except DownloadError as exc:
+            raise ChecksumError(f"{path} has sha256 {got}, expected {expected} for {info.name}: the cached copy is "
+                                f"damaged, and fetching it again failed ({str(exc).splitlines()[0]})") from exc
+    fix = (
+        "Delete it, or call with download=True to fetch it again."
+        if cached
+        else "If this is your own re-saved copy, pass verify=False."
+    )
+    raise ChecksumError(
+        f"{path} has sha256 {got}, expected {expected} for {info.name}. "
+        f"The file is corrupt, truncated or a different version. {fix}"
+    )
 
 
 _SPLIT_RE = re.compile(r"^(?P<stem>.+?)(?:\.csv)?_rep(?P<rep>\d+)_fold(?P<fold>\d+)\.txt$", re.IGNORECASE)

@@ -1,9 +1,12 @@
 """Files, checksums and downloads: the one downloader and the one cache rule.
 
-Every file the package fetches goes through :func:`download_file` into a folder
+Every file the package fetches itself goes through :func:`download_file` into a folder
 below :func:`default_cache_dir` (``$MINITORCH_PROTO_CACHE``, else the XDG cache),
 written atomically and checked against a known checksum. Folders the user names
-with ``data_dir`` or ``$MINITORCH_PROTO_DATA`` are only ever read.
+with ``data_dir`` or ``$MINITORCH_PROTO_DATA`` are only ever read. MNIST is the one
+exception: torchvision fetches it (md5-checked, but written in place) into
+``root/MNIST/raw``, and :func:`~minitorch_proto.data.mnist_bags.load_mnist_images` names a
+damaged copy there rather than use it.
 """
 from __future__ import annotations
 

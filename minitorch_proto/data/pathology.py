@@ -146,7 +146,7 @@ def load_pathology(
         call=f"load_pathology({info.name!r}, download=True)",
     )
     if verify:
-        _verify(path, info.sha256, info, cached)
+        _verify(path, info.sha256, info, cached, download=download, download_timeout=download_timeout)
     ds = read_mil_csv(path, name=info.name)
     _check_counts(ds, info, path)
     return ds

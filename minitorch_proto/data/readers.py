@@ -18,6 +18,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from .bag_files import first_line
 from .containers import BagDataset
 
 __all__ = ["check_feature_values", "from_dataframe", "load_bags_csv", "read_mil_csv", "read_mil_mat"]
@@ -150,6 +151,8 @@ def read_mil_csv(path: str | os.PathLike, name: str | None = None) -> BagDataset
         df = pd.read_csv(path, header=None, **_EXACT_FLOATS)
     except pd.errors.EmptyDataError as exc:
         raise ValueError(f"{path} is empty.") from exc
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not a MIL CSV file ({first_line(exc)}).") from exc
     if df.shape[0] == 0:
         raise ValueError(f"{path} has no rows.")
     if df.shape[1] < 3:
@@ -251,6 +254,10 @@ def read_mil_mat(path: str | os.PathLike, name: str | None = None) -> BagDataset
         content = scipy.io.loadmat(path, simplify_cells=True)
     except NotImplementedError as exc:
         raise ValueError(f"{path}: MATLAB v7.3 (HDF5) files are not supported.") from exc
+    except (OSError, ValueError, TypeError, EOFError, scipy.io.matlab.MatReadError) as exc:
+        # A cut file says only "could not read bytes": name the file and the likely cause.
+        raise ValueError(f"{path}: could not be read as a .mat file; is it damaged or truncated? "
+                         f"({first_line(exc)})") from exc
     structs = {k: v for k, v in content.items() if not k.startswith("__") and isinstance(v, dict)}
     if "x" in structs:
         x = structs["x"]
