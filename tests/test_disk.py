@@ -120,6 +120,14 @@ def test_every_bad_value_a_read_meets_is_named(tmp_path, value, dtype, message):
         data.rows(1, 2, 6)
 
 
+def test_a_cut_npy_file_is_called_truncated(tmp_path):
+    labels = write_bag_folder(tmp_path, [np.ones((3, 4)), np.ones((5, 4))], np.array([0, 1]), ["a", "b"], fmt="npy")
+    path = tmp_path / "b.npy"
+    path.write_bytes(path.read_bytes()[:-40])  # the header intact, the last values gone
+    with pytest.raises(ValueError, match=r"b\.npy: truncated: its header describes more values than the file holds"):
+        DiskBagDataset(tmp_path, labels)
+
+
 def test_errors_name_the_file(tmp_path, problem):
     bags, y = problem
     labels = write_bag_folder(tmp_path, bags[:4], y[:4], ["a", "b", "c", "d"], fmt="npy")

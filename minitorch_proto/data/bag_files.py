@@ -166,6 +166,9 @@ def open_array(path: Path, key: str, follow_links: bool = False):
             if "pickled" in str(exc) or "Python objects" in str(exc):
                 raise BagFileError(f"{path}: refused: it holds Python objects, and loading them would run "
                                    "code; save a numeric array.") from None
+            if "mmap length" in str(exc):  # numpy's words for a file shorter than its header says
+                raise BagFileError(f"{path}: truncated: its header describes more values than the file holds "
+                                   "(an interrupted copy?).") from None
             raise BagFileError(f"{path}: not a plain numeric .npy array ({first_line(exc)}).") from None
         except (OSError, EOFError) as exc:
             raise BagFileError(f"{path}: a damaged .npy file ({first_line(exc)}).") from None

@@ -259,7 +259,8 @@ def load_benchmark(
     download : bool
         Download the CSV into the cache when it is not there.
     cache_dir : str or PathLike, optional
-        Cache folder; default :func:`default_cache_dir`.
+        Cache folder; default :func:`default_cache_dir`. Not looked in when ``data_dir`` or
+        ``$MINITORCH_PROTO_DATA`` names a folder (that folder is the only place looked).
     verify : bool
         Check the file's sha256 against :data:`BENCHMARKS` (turn off for a
         copy that differs byte-wise, e.g. re-saved with other line endings).
