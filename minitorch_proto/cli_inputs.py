@@ -50,6 +50,8 @@ def refuse_overwriting_inputs(args) -> None:
     bags_dir = getattr(args, "bags_dir", None)
     inputs = {flag: getattr(args, name, None) for flag, name in (("--csv", "csv"), ("--model", "model"))}
     inputs["--labels"] = _labels_path(args) if bags_dir else getattr(args, "labels", None)
+    # These fill a folder with results.csv, summary.csv, run.json, ...: an input inside it could be among them.
+    folders = {"--heatmaps"} | ({"--out"} if getattr(args, "command", None) in ("reproduce", "compare") else set())
     for out_flag, out in (("--out", getattr(args, "out", None)), ("--heatmaps", getattr(args, "heatmaps", None))):
         if not out:
             continue
@@ -58,6 +60,9 @@ def refuse_overwriting_inputs(args) -> None:
             if given and where(given) == target:
                 raise ValueError(f"{out_flag} {out} is the {flag} file being read; writing there would destroy it: "
                                  "choose another path.")
+            if given and out_flag in folders and target in where(given).parents:
+                raise ValueError(f"{flag} {given} is inside {out_flag} {out}, the folder this command fills with its "
+                                 "results, which could replace it: choose another folder.")
         if bags_dir and (target == where(bags_dir) and out_flag == "--heatmaps" or
                          target.parent == where(bags_dir) and target.suffix.lower() in FEATURE_SUFFIXES):
             raise ValueError(f"{out_flag} {out} is inside --bags-dir {bags_dir}, among the bags being read; "

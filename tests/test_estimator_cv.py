@@ -137,6 +137,25 @@ def test_stratified_folds_are_disjoint_stratified_and_deterministic():
         stratified_folds(np.array([0] * 20 + [1] * 3), 1, 5)
 
 
+def test_different_seeds_share_no_partition_and_seed_0_is_as_frozen():
+    from sklearn.model_selection import StratifiedKFold
+
+    y = np.array([0] * 45 + [1] * 47)
+
+    def partitions(folds):
+        return {tuple(sorted(tuple(sorted(f.test.tolist())) for f in folds if f.repeat == r))
+                for r in {f.repeat for f in folds}}
+
+    # Every frozen table used seed 0: its folds are StratifiedKFold's with seeds 0..4, unchanged.
+    zero = stratified_folds(y, 5, 10, random_state=0)
+    first = next(StratifiedKFold(10, shuffle=True, random_state=4).split(np.zeros(92), y))[1]
+    assert np.array_equal(zero[40].test, first) and [f.split_seed for f in zero[::10]] == [0, 1, 2, 3, 4]
+    # Before, --seed 1 reused four of seed 0's five partitions (shuffle seed random_state + r).
+    runs = [partitions(stratified_folds(y, 5, 10, random_state=s)) for s in range(4)]
+    assert all(len(runs[a] & runs[b]) == 0 for a in range(4) for b in range(a + 1, 4))
+    assert stratified_folds(y, 1, 10, random_state=3)[0].split_seed == 3  # one repetition: as before
+
+
 def test_split_file_folds_from_the_authors_files(shared_mil):
     from minitorch_proto.data import load_benchmark, read_split_files
 

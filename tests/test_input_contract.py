@@ -310,6 +310,13 @@ def test_outputs_never_overwrite_inputs(tmp_path, capsys):
     code, _, err = _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags",
                         "--out", tmp_path / "bags" / "labels.csv")
     assert code == 2 and "is the --labels file being read" in err
+    # A results folder that holds the input: compare used to write its results.csv over it (exit 0).
+    (tmp_path / "out").mkdir()
+    inside = _csv(tmp_path / "out" / "results.csv", ["a", "b", "c", "d"], [0, 1, 0, 1])
+    kept = inside.read_bytes()
+    code, _, err = _run(capsys, "compare", "--csv", inside, "--methods", "bag_stats", "--folds", "2", "--repeats", "1",
+                        "--out", tmp_path / "out")
+    assert code == 2 and "--csv" in err and "is inside --out" in err and inside.read_bytes() == kept
 
 
 def test_headers_pandas_would_rename_are_refused(tmp_path, capsys):

@@ -47,20 +47,26 @@ RESULT_COLUMNS = [
 
 @dataclass(frozen=True)
 class Fold:
-    """One train/test split: positions of bags in the data set, and the seed of its model."""
+    """One train/test split: positions of bags in the data set, the seed of its model, and the
+    seed of the shuffle that made it (``None`` for folds not drawn by a shuffle, e.g. split files)."""
 
     repeat: int
     fold: int
     train: np.ndarray
     test: np.ndarray
     seed: int
+    split_seed: int | None = None
 
 
 def stratified_folds(y: ArrayLike, n_repeats: int = 5, n_folds: int = 10, random_state: int = 0) -> list[Fold]:
     """``n_repeats`` x stratified ``n_folds``-fold splits, deterministic by ``random_state``.
 
-    Repetition r shuffles with seed ``random_state + r``; the model of repetition r,
-    fold f is seeded with ``1000 * random_state + 100 * r + f`` (1-based r and f).
+    Repetition r (0-based) shuffles with seed ``random_state * n_repeats + r``, so runs with
+    different ``random_state`` share no shuffle (``random_state + r`` would give ``--seed 1``
+    four of ``--seed 0``'s five partitions); with ``random_state=0`` or one repetition the
+    shuffle seed is ``random_state + r``, as before. The model of repetition r, fold f is
+    seeded with ``1000 * random_state + 100 * r + f`` (1-based r and f); each ``Fold`` keeps
+    its shuffle seed as ``split_seed``.
 
     Parameters
     ----------
@@ -100,9 +106,10 @@ def stratified_folds(y: ArrayLike, n_repeats: int = 5, n_folds: int = 10, random
         )
     folds = []
     for r in range(n_repeats):
-        skf = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=random_state + r)
+        split_seed = random_state * n_repeats + r
+        skf = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=split_seed)
         for f, (tr, te) in enumerate(skf.split(np.zeros(len(y)), y)):
-            folds.append(Fold(r + 1, f + 1, tr, te, 1000 * random_state + 100 * (r + 1) + (f + 1)))
+            folds.append(Fold(r + 1, f + 1, tr, te, 1000 * random_state + 100 * (r + 1) + (f + 1), split_seed))
     return folds
 
 
