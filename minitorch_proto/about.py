@@ -9,11 +9,16 @@ README all name the repository address; ``tests/test_publishing.py`` checks that
 """
 from __future__ import annotations
 
+import json
 import os
+import platform
 import subprocess
+import time
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
-__all__ = ["__version__", "REPOSITORY", "BRANCH", "PIP_INSTALL", "DOCS_URL", "code_version"]
+__all__ = ["__version__", "REPOSITORY", "BRANCH", "PIP_INSTALL", "DOCS_URL", "code_version", "run_record"]
 
 #: The package's version (also in ``pyproject.toml``).
 __version__ = "0.1.0"
@@ -49,3 +54,49 @@ def code_version(cwd: str | os.PathLike | None = None) -> str:
     except (OSError, subprocess.SubprocessError):
         return f"minitorch_proto {__version__} (not a git checkout)"
     return sha + ("+dirty" if dirty else "")
+
+
+#: The libraries whose versions can change a result (folds, solvers, compiled loops), named in ``run.json``.
+RECORDED_LIBRARIES = ("numpy", "scipy", "scikit-learn", "pandas", "torch", "numba", "safetensors")
+
+
+def run_record(command: str, settings: dict[str, Any], methods: list[str], datasets: list[str],
+               wall_seconds: float, **details: Any) -> str:
+    """``run.json``: what made a results folder, so that it can be rerun, audited or frozen later.
+
+    Parameters
+    ----------
+    command : str
+        The sub-command (``"reproduce"``, ``"compare"``, ...).
+    settings : dict
+        The command's options, as parsed (requested values: ``device="auto"`` stays "auto").
+    methods, datasets : list of str
+    wall_seconds : float
+    **details
+        Anything else the command knows and a reader needs, e.g. ``argv`` (the command line),
+        ``data`` (per data set its file, sha256 and counts), ``split_seeds``, ``device`` as
+        resolved, or which methods the model flags reached.
+
+    Returns
+    -------
+    str
+        The JSON text. Besides the arguments it names the code's commit (:func:`code_version`),
+        the package, Python and :data:`RECORDED_LIBRARIES` versions, the CPU count, torch's thread
+        count, and the UTC date and time the run finished.
+    """
+    import torch
+
+    versions = {}
+    for name in RECORDED_LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    record = {"command": command, **({"argv": details.pop("argv")} if "argv" in details else {}),
+              "methods": methods, "datasets": datasets, "settings": settings, **details,
+              "commit": code_version(), "package_version": __version__, "torch": torch.__version__,
+              "python": platform.python_version(), "versions": versions, "cpu_count": os.cpu_count(),
+              "torch_threads": torch.get_num_threads(), "wall_seconds": round(wall_seconds, 1),
+              "date": time.strftime("%Y-%m-%d", time.gmtime()),
+              "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return json.dumps(record, indent=2, default=str) + "\n"

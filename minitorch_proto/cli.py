@@ -3,13 +3,12 @@
 Exit codes: 0 success; 2 a usage or input error (a bad option, a missing,
 empty or damaged input file, data the model cannot use, an ``--out`` path that
 cannot be written), always reported in one line before any work where it can be
-checked first; 1 any other failure (a download that failed, a full disk).
+checked first; 1 any other failure (a download that failed, a full disk); 130 Ctrl-C.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import time
@@ -18,15 +17,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .about import __version__
-from .cli_inputs import load_benchmarks, load_data, naming_bags, refuse_overwriting_inputs
+from .about import __version__, code_version
+from .cli_inputs import data_provenance, load_benchmarks, load_data, naming_bags, refuse_overwriting_inputs
 from .serialization import check_input_file, check_output_path, staged_directory, write_atomic
+from .utils import resolve_device
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
 EXIT_CODES_HELP = (
     "exit status: 0 success; 2 usage or input error (bad option, unreadable/damaged input file, unusable data, "
-    "--out not writable); 1 other failures (download failed, disk full)."
+    "--out not writable); 1 other failures (download failed, disk full); 130 interrupted (nothing written)."
 )
 
 
@@ -210,12 +210,18 @@ def _estimator_from(args, dataset_name: str):
 def cmd_reproduce(args) -> int:
     from .evaluation.cv import stratified_folds, summarize
     from .evaluation.report import average_ranks, format_table, table2
-    from .evaluation.reproduction import run_methods
+    from .evaluation.reproduction import flags_reach, run_methods
 
     methods = list(args.methods)
     if args.compat == "official" and PROTOTYPE_COMPAT not in methods:
         # For reproduce, --compat official adds the published code's rows beside the paper's.
         methods.append(PROTOTYPE_COMPAT)
+    given = [{"n_prototypes": "--prototypes", "layer_norm": "--no-layer-norm"}.get(k, "--" + k.replace("_", "-"))
+             for over in _overrides(args) for k in over]
+    reach = flags_reach(methods, given)
+    if given and len(reach) < len(methods):  # run.json records which rows they reached
+        print(f"note: {', '.join(given)} reach {', '.join(reach)}; the other rows keep their own settings.",
+              file=sys.stderr)
     out = check_output_path(args.out, "dir")
     started = time.perf_counter()
     data = load_benchmarks(args, args.datasets)
@@ -235,17 +241,18 @@ def cmd_reproduce(args) -> int:
     files["results.csv"] = results.to_csv(index=False)
     files["summary.csv"] = summarize(results).to_csv(index=False)
     files["timings.csv"] = pd.DataFrame(timings).to_csv(index=False)
-    text = []
+    text = [f"{args.repeats} x {args.folds}-fold CV, seed {args.seed}, epochs {args.epochs or 'as each recipe'}, "
+            f"data {', '.join(data)}, code {code_version()}"]
     for spread in ("se_repeats", "std_folds"):
         t = table2(results, spread=spread, include_reported=args.reported)
         text.append(format_table(t))
-    if len(set(results.method)) > 1:
+    if len(set(results.method)) > 1 and len(data) > 1:  # a rank over one data set says nothing
         ranks = average_ranks(results)
         text.append("average rank across data sets (1 = best, measured methods, final evaluation):\n"
                     + ranks.round(2).to_string())
-    report = "\n\n".join(text) + "\n"
-    files["table2.txt"] = report
-    files["run.json"] = _run_record(args, methods, list(data), time.perf_counter() - started)
+    files["table2.txt"] = report = "\n\n".join(text) + "\n"
+    files["run.json"] = _run_record(args, methods, data, folds, time.perf_counter() - started,
+                                    device=str(resolve_device(args.device)), flags_reach=reach if given else [])
     # All files or none: a crash while writing leaves the previous run's files as they were.
     with staged_directory(out) as stage:
         for name, content in files.items():
@@ -255,19 +262,15 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
-def _run_record(args, methods: list[str], datasets: list[str], wall: float, command: str = "reproduce") -> str:
-    """``run.json``: what made a results folder (settings, code version, machine), so it can be frozen later."""
-    import torch
-
-    from .about import code_version
+def _run_record(args, methods: list[str], data: dict, folds, wall: float, command: str = "reproduce", **more) -> str:
+    """``run.json`` (:func:`~minitorch_proto.about.run_record`) with the data read and the folds' shuffle seeds."""
+    from .about import run_record
 
     settings = {k: v for k, v in vars(args).items()
                 if k not in ("func", "command") and isinstance(v, (str, int, float, bool, type(None)))}
-    record = {"command": command, "methods": methods, "datasets": datasets, "settings": settings,
-              "commit": code_version(), "package_version": __version__, "torch": torch.__version__,
-              "cpu_count": os.cpu_count(), "wall_seconds": round(wall, 1),
-              "date": time.strftime("%Y-%m-%d", time.gmtime())}
-    return json.dumps(record, indent=2) + "\n"
+    seeds = sorted({f.split_seed for fs in (folds.values() if isinstance(folds, dict) else [folds]) for f in fs})
+    return run_record(command, settings, methods, list(data), wall, argv=getattr(args, "argv", None),
+                      data=data_provenance(data), split_seeds=seeds, **more)
 
 
 def _parse_methods(spec: str) -> list[str]:
@@ -282,7 +285,7 @@ def _parse_methods(spec: str) -> list[str]:
 
 def cmd_compare(args) -> int:
     from .evaluation.comparison import compare_methods, comparison_summary
-    from .evaluation.cv import stratified_folds
+    from .evaluation.cv import stratified_folds, summarize
     from .methods import make, resolve
     from .plots import plot_comparison
 
@@ -297,16 +300,16 @@ def cmd_compare(args) -> int:
         results = compare_methods(methods, getattr(data, "bags", data), data.y, folds, dataset=data.name,
                                   table1=args.dataset, budget=args.budget, random_state=args.seed,
                                   n_jobs=os.cpu_count() or 1, progress=not args.quiet)
-    table = comparison_summary(results)
-    fig = plot_comparison(results)
-    with staged_directory(out) as stage:
+    table, fig = comparison_summary(results), plot_comparison(results)
+    with staged_directory(out) as stage:  # summary.csv numeric as reproduce's; the printed table beside it
         (stage / "results.csv").write_text(results.to_csv(index=False))
-        (stage / "summary.csv").write_text(table.to_csv(index=False))
+        (stage / "summary.csv").write_text(summarize(results).to_csv(index=False))
+        (stage / "summary.txt").write_text(table.to_string(index=False) + "\n")
         fig.savefig(stage / "comparison.png", dpi=120, bbox_inches="tight")
-        (stage / "run.json").write_text(_run_record(args, [m.key for m in methods], [data.name],
+        (stage / "run.json").write_text(_run_record(args, [m.key for m in methods], {data.name: data}, folds,
                                                     time.perf_counter() - started, command="compare"))
     print(table.to_string(index=False))
-    print(f"wrote {out / 'results.csv'}, summary.csv, comparison.png, run.json")
+    print(f"wrote {out / 'results.csv'}, summary.csv, summary.txt, comparison.png, run.json")
     return 0
 
 
@@ -487,7 +490,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results",
                    help="output folder (default: results/); its result files are replaced together at the end")
     p.add_argument("--reported", action="store_true", help="also list the other methods' figures quoted in the paper")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quiet", action="store_true", help="no progress bars or per-method lines")
     p.add_argument("--budget", default="defaults", choices=["defaults", "common", "both"],
                    help="baselines at their published defaults, with the common budget (k=5 seed ensemble + "
                    "inner 3-fold tuning over 3 candidates), or both rows (default: defaults)")
@@ -508,7 +511,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--out", required=True, help="output folder: results.csv (per fold, a method column), "
-                   "summary.csv, comparison.png, run.json")
+                   "summary.csv (per method: means and spreads), summary.txt (the printed table), comparison.png, "
+                   "run.json")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("cv", help="repeated stratified CV of the prototype model on one data set")
@@ -587,6 +591,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)  # usage errors exit 2 here, with argparse's usage line
+    args.argv = ["minitorch-proto", *(sys.argv[1:] if argv is None else map(str, argv))]  # for run.json
     try:
         refuse_overwriting_inputs(args)
         return int(args.func(args) or 0)
@@ -600,6 +605,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, RuntimeError) as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_FAILURE
+    except KeyboardInterrupt:  # every output is written whole at the end, so there is nothing half-written
+        print("error: interrupted; nothing of this run was written (an earlier --out is as it was).", file=sys.stderr)
+        return 130
     except (MemoryError, SystemError) as exc:
         if not isinstance(exc, MemoryError) and not isinstance(exc.__context__, MemoryError):
             raise  # a SystemError is the interpreter's; numba wraps an allocation failure in one

@@ -16,7 +16,8 @@ import pandas as pd
 
 from .serialization import check_input_file
 
-__all__ = ["load_benchmark_for", "load_benchmarks", "load_data", "naming_bags", "refuse_overwriting_inputs"]
+__all__ = ["data_provenance", "load_benchmark_for", "load_benchmarks", "load_data", "naming_bags",
+           "refuse_overwriting_inputs"]
 
 
 def load_benchmark_for(args, name: str):
@@ -67,6 +68,21 @@ def refuse_overwriting_inputs(args) -> None:
                          target.parent == where(bags_dir) and target.suffix.lower() in FEATURE_SUFFIXES):
             raise ValueError(f"{out_flag} {out} is inside --bags-dir {bags_dir}, among the bags being read; "
                              "choose another path.")
+
+
+def data_provenance(data: dict) -> dict:
+    """Per data set, for ``run.json``: the file or folder read, the file's sha256, and the counts."""
+    from .data.download import sha256_of
+
+    out = {}
+    for name, d in data.items():
+        source = getattr(d, "source", None) or getattr(d, "root", None)
+        path = Path(source) if source else None
+        sizes = d.sizes if hasattr(d, "sizes") else [len(b) for b in d.bags]
+        out[name] = {"source": str(source) if source else None, "labels": str(getattr(d, "labels_path", "")) or None,
+                     "sha256": sha256_of(path) if path is not None and path.is_file() else None,
+                     "bags": len(d.y), "instances": int(sum(int(n) for n in sizes))}
+    return out
 
 
 def _labels_path(args) -> Path:

@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from minitorch_proto.cli import main
+from minitorch_proto.data import BENCHMARKS
 
 from .conftest import make_concept_bags
 
@@ -44,9 +45,19 @@ def test_reproduce_writes_results_for_musk1(shared_mil, tmp_path, capsys):
     assert len(res[res.evaluation == "test_selected"]) == 3
     assert res.accuracy.between(0, 1).all()
     printed = capsys.readouterr().out
-    assert "Prototype learning (paper, reported)" in printed and "0.908" in printed
+    assert "Prototype learning (paper, reported; its ± about an SD over folds)" in printed and "0.908" in printed
     assert "test-fold selection: optimistic" in printed
-    assert (out / "table2.txt").exists() and (out / "summary.csv").exists()
+    assert (out / "table2.txt").read_text().startswith("1 x 3-fold CV, seed 0, epochs 2, data musk1, code ")
+    assert "average rank" not in printed  # one data set: no rank
+    assert (out / "summary.csv").exists()
+    # run.json says what a rerun needs: the command line, the data file's checksum, the folds' shuffle
+    # seeds, the device used and the libraries' versions.
+    record = json.loads((out / "run.json").read_text())
+    assert record["argv"][1:4] == ["reproduce", "--datasets", "musk1"]
+    assert record["data"]["musk1"]["sha256"] == BENCHMARKS["musk1"].sha256
+    assert record["data"]["musk1"]["bags"] == 92 and record["split_seeds"] == [0]
+    assert record["device"] == "cpu" and record["flags_reach"] == ["prototype", "prototype (published code)"]
+    assert {"numpy", "scikit-learn", "torch", "numba"} <= set(record["versions"]) and record["finished_utc"]
 
 
 def test_unknown_dataset_is_a_clear_error(tmp_path, capsys):
@@ -453,4 +464,17 @@ def test_unknown_method_is_a_usage_error(tmp_path, capsys):
         main(["reproduce", "--methods", "prototype,nosuch", "--out", str(tmp_path / "r")])
     assert exc.value.code == 2
     assert "nosuch" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, tmp_path, capsys):
+    import minitorch_proto.cli as cli
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "load_benchmarks", interrupted)  # as if Ctrl-C came while the data were read
+    code = main(["reproduce", "--datasets", "musk1", "--out", str(tmp_path / "r"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 130 and err.count("\n") == 1 and err.startswith("error: interrupted; nothing of this run")
     assert not (tmp_path / "r").exists()

@@ -70,7 +70,8 @@ def table2(
     datasets = _dataset_columns(summ["dataset"])
     rows: dict[str, dict[str, str]] = {}
     if include_paper and metric == "accuracy":
-        rows["Prototype learning (paper, reported)"] = {
+        # The paper calls its "+-" a standard error, but it has the size of an SD over folds (page 02).
+        rows["Prototype learning (paper, reported; its ± about an SD over folds)"] = {
             d: f"{PAPER_TABLE2[d][0]:.3f} ± {PAPER_TABLE2[d][1]:.3f}" for d in datasets if d in PAPER_TABLE2
         }
     if include_reported and metric == "accuracy":

@@ -29,7 +29,28 @@ from ..methods import (
 )
 from .cv import CVTask, Fold, cross_validate, evaluate_tasks
 
-__all__ = ["run_methods", "choice_rows"]
+__all__ = ["FLAGGED_METHODS", "choice_rows", "flags_reach", "run_methods"]
+
+#: The rows that the model flags (``--prototypes``, ``--epochs``, ``--distance``, the rates and the
+#: penalties) reach: Table 1's model and its variants. Baselines and the recommended and ladder-best
+#: rows keep their own recipes.
+FLAGGED_METHODS = (PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE, PROTOTYPE_TUNED)
+
+
+def flags_reach(methods: Sequence[str], given: Sequence[str]) -> list[str]:
+    """The ``methods`` (results labels) that the model flags ``given`` reach.
+
+    Raises
+    ------
+    ValueError
+        When flags were given and no method takes them: they would be recorded and change nothing.
+    """
+    reach = [m for m in methods if m in FLAGGED_METHODS]
+    if given and not reach:
+        raise ValueError(f"{', '.join(given)} set{'s' if len(given) == 1 else ''} only the paper's prototype rows "
+                         f"({', '.join(FLAGGED_METHODS)}), and --methods has none; leave "
+                         f"{'it' if len(given) == 1 else 'them'} out or add such a row.")
+    return reach
 
 
 def choice_rows(fitted: Sequence, folds: Sequence[Fold], dataset: str, method: str) -> pd.DataFrame:
@@ -124,7 +145,8 @@ def run_methods(
         wall = time.perf_counter() - t0
         timings.append({"method": method, "datasets": " ".join(data), "wall_seconds": wall})
         final = res[res.evaluation == "final"]
-        print(f"{method}: " + ", ".join(f"{n} {final[final.dataset == n].accuracy.mean():.3f}" for n in data)
-              + f" (accuracy; {wall:.1f} s)", file=sys.stderr)
+        if progress:  # --quiet: nothing on stderr but errors and notes
+            print(f"{method}: " + ", ".join(f"{n} {final[final.dataset == n].accuracy.mean():.3f}" for n in data)
+                  + f" (accuracy; {wall:.1f} s)", file=sys.stderr)
         frames.append(res)
     return pd.concat(frames, ignore_index=True), timings, files
