@@ -26,7 +26,7 @@ EXIT_USAGE = 2
 EXIT_FAILURE = 1
 EXIT_CODES_HELP = (
     "exit status: 0 success; 2 usage or input error (bad option, unreadable/damaged input file, unusable data, "
-    "--out not writable); 1 other failures (download failed, disk full); 130 interrupted (nothing written)."
+    "--out not writable); 1 other failures (download failed, disk full); 130 interrupted (outputs whole or absent)."
 )
 
 
@@ -605,8 +605,8 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, RuntimeError) as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_FAILURE
-    except KeyboardInterrupt:  # every output is written whole at the end, so there is nothing half-written
-        print("error: interrupted; nothing of this run was written (an earlier --out is as it was).", file=sys.stderr)
+    except KeyboardInterrupt:  # outputs are published whole at the end (a Ctrl-C then waits for the renames)
+        print("error: interrupted; outputs are written whole or not at all.", file=sys.stderr)
         return 130
     except (MemoryError, SystemError) as exc:
         if not isinstance(exc, MemoryError) and not isinstance(exc.__context__, MemoryError):

@@ -522,6 +522,8 @@ def staged_directory(out: str | os.PathLike) -> Iterator[Path]:
     Path
         The staging folder.
     """
+    from .utils import ctrl_c_deferred  # utils imports torch, which this module leaves to its callers
+
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".part"))
@@ -540,18 +542,19 @@ def staged_directory(out: str | os.PathLike) -> Iterator[Path]:
             return
         previous = out / RUN_MANIFEST
         stale = set(previous.read_text().split()) - set(written) if previous.is_file() else set()
-        # Every file is complete before the first one is published: the renames
-        # below are all that separates the old set from the new one.
-        for f in sorted(stage.rglob("*")):
-            target = out / f.relative_to(stage)
-            if f.is_dir():
-                target.mkdir(exist_ok=True)
-            else:
-                os.replace(f, target)
-        for name in stale:
-            old = (out / name).resolve()
-            if old.is_file() and old.is_relative_to(out.resolve()):
-                old.unlink()
+        # Every file is complete before the first one is published: the renames below are all that
+        # separates the old set from the new one, and Ctrl-C waits for them (never half of each).
+        with ctrl_c_deferred():
+            for f in sorted(stage.rglob("*")):
+                target = out / f.relative_to(stage)
+                if f.is_dir():
+                    target.mkdir(exist_ok=True)
+                else:
+                    os.replace(f, target)
+            for name in stale:
+                old = (out / name).resolve()
+                if old.is_file() and old.is_relative_to(out.resolve()):
+                    old.unlink()
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)

@@ -6,11 +6,13 @@ and it imports nothing from the package.
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
 from typing import Any, Iterable, Iterator
 
 import torch
 
-__all__ = ["EstimatorFactory", "progress_bar", "resolve_device", "torch_threads"]
+__all__ = ["EstimatorFactory", "ctrl_c_deferred", "progress_bar", "resolve_device", "torch_threads"]
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
@@ -97,3 +99,20 @@ class EstimatorFactory:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.kwargs.items())
         return f"{self.cls.__name__}({args})"
+
+
+@contextlib.contextmanager
+def ctrl_c_deferred() -> Iterator[None]:
+    """Hold Ctrl-C (SIGINT) until the block ends, so that a few renames are not cut in half.
+
+    The signal is delivered, as a ``KeyboardInterrupt``, as soon as the block is left. Outside
+    the main thread, or where signals cannot be masked, the block runs unprotected.
+    """
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

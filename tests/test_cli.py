@@ -476,5 +476,5 @@ def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(cli, "load_benchmarks", interrupted)  # as if Ctrl-C came while the data were read
     code = main(["reproduce", "--datasets", "musk1", "--out", str(tmp_path / "r"), "--quiet"])
     err = capsys.readouterr().err
-    assert code == 130 and err.count("\n") == 1 and err.startswith("error: interrupted; nothing of this run")
+    assert code == 130 and err.count("\n") == 1 and err.startswith("error: interrupted; outputs are written whole")
     assert not (tmp_path / "r").exists()

@@ -220,6 +220,35 @@ def test_a_used_results_folder_keeps_no_stale_file_of_the_last_run(tmp_path):
     assert not (out / "tuning_choices.csv").exists() and (out / "my_notes.txt").read_text() == "kept"
 
 
+def test_ctrl_c_while_publishing_waits_for_the_whole_new_set(tmp_path, monkeypatch):
+    # Before, a Ctrl-C between two renames left the new manifest beside the old run.json.
+    import os
+    import signal
+
+    import minitorch_proto.serialization as serialization
+
+    out = tmp_path / "res"
+    with serialization.staged_directory(out) as stage:
+        for name in ("results.csv", "run.json", "summary.csv"):
+            (stage / name).write_text("old")
+    renames, real_replace = [], os.replace
+
+    def replace_then_ctrl_c(src, dst):
+        if not renames:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives during the first rename
+        renames.append(dst)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(serialization.os, "replace", replace_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        with serialization.staged_directory(out) as stage:
+            for name in ("results.csv", "run.json", "summary.csv"):
+                (stage / name).write_text("new")
+    assert len(renames) == 4  # the three files and the manifest, all published before the interrupt
+    assert {p.name: p.read_text() for p in out.iterdir() if not p.name.startswith(".")} == {
+        "results.csv": "new", "run.json": "new", "summary.csv": "new"}
+
+
 def test_ids_pandas_reads_as_missing_stay_names(tmp_path, capsys):
     # "NA", "null", "None", "nan" are bag names here; only an empty cell is a missing id.
     ids = ["NA", "null", "None", "nan", "N/A", "b5"]
