@@ -30,7 +30,8 @@ EXIT_CODES_HELP = (
 )
 
 
-from .methods import MONOTONE_MODEL, MONOTONE_TRAIN, PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE
+from .cli_models import configs_from, estimator_from, flag_names, monotone_configs
+from .methods import PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE
 
 
 def _add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
@@ -133,79 +134,6 @@ def _encoded(y) -> tuple[np.ndarray, np.ndarray]:
     return check_labels(y, len(y))
 
 
-def _configs(args, dataset_name: str, compat: str | None = None):
-    """Model/train configs and standardisation: Table 1 for benchmarks, then CLI overrides."""
-    from dataclasses import replace
-
-    from .model import PrototypeMILConfig, compat_config
-    from .paper import TABLE1, paper_configs
-    from .training import TrainConfig, compat_train_config
-
-    if dataset_name in TABLE1:
-        mconf, tconf = paper_configs(dataset_name)
-    else:
-        mconf, tconf = PrototypeMILConfig(), TrainConfig()
-    m_over, t_over = _overrides(args)
-    standardization = getattr(args, "standardization", "feature")
-    compat = compat or getattr(args, "compat", "none")
-    if compat == "official":
-        mconf, tconf = compat_config(mconf), compat_train_config(tconf)
-        standardization = "instance"
-    return replace(mconf, **m_over), replace(tconf, **t_over), standardization
-
-
-def _overrides(args) -> tuple[dict, dict]:
-    """The model and training settings given on the command line (flags left out are not in them)."""
-    m_over = {k: v for k, v in dict(
-        n_prototypes=getattr(args, "prototypes", None),
-        distance=getattr(args, "distance", None),
-        pooling=tuple(args.pooling.split(",")) if getattr(args, "pooling", None) else None,
-        lambda_w=getattr(args, "lambda_w", None),
-        lambda_p=getattr(args, "lambda_p", None),
-        lambda_d=getattr(args, "lambda_d", None),
-    ).items() if v is not None}
-    if getattr(args, "no_layer_norm", False):
-        m_over["layer_norm"] = False
-    t_over = {k: v for k, v in dict(
-        epochs=getattr(args, "epochs", None),
-        batch_size=getattr(args, "batch_size", None),
-        lr_prototypes=getattr(args, "lr_prototypes", None),
-        lr_classifier=getattr(args, "lr_classifier", None),
-    ).items() if v is not None}
-    return m_over, t_over
-
-
-def _monotone_configs(args, mconf, tconf):
-    """Table 1's configs made monotone, with :data:`MONOTONE_MODEL`/``_TRAIN`` unless overridden."""
-    from dataclasses import replace
-
-    from .model import monotone_config
-
-    unset = lambda d: {k: v for k, v in d.items() if getattr(args, k.replace("n_", ""), None) is None}  # noqa: E731
-    mconf = monotone_config(mconf, init="kmeans++", **unset(MONOTONE_MODEL))
-    return mconf, replace(tconf, **unset(MONOTONE_TRAIN))
-
-
-def _estimator_from(args, dataset_name: str):
-    from .estimator import PrototypeMILClassifier
-
-    common = dict(
-        device=args.device, backend=args.backend, random_state=args.seed, verbose=not getattr(args, "quiet", False),
-        **({"chunk_size": args.chunk_size} if getattr(args, "chunk_size", None) else {}),
-        autocast=None if getattr(args, "autocast", "none") == "none" else args.autocast,
-    )
-    if getattr(args, "recommended", False):
-        if args.compat != "none":
-            raise ValueError("--recommended and --compat official are two different models; choose one.")
-        m_over, t_over = _overrides(args)  # its recipe, then only the flags given
-        return PrototypeMILClassifier.recommended(**m_over, **t_over, standardization=args.standardization,
-                                                  class_weight=args.class_weight, **common)
-    if getattr(args, "class_weight", None) is not None:
-        raise ValueError("--class-weight weights the convex head of --recommended; the paper's model has none.")
-    mconf, tconf, std = _configs(args, dataset_name)
-    return PrototypeMILClassifier(**mconf.to_dict(), **tconf.to_dict(), standardization=std, **common)
-
-
 # ------------------------------------------------------------------ commands
 def cmd_reproduce(args) -> int:
     from .evaluation.cv import stratified_folds, summarize
@@ -216,8 +144,7 @@ def cmd_reproduce(args) -> int:
     if args.compat == "official" and PROTOTYPE_COMPAT not in methods:
         # For reproduce, --compat official adds the published code's rows beside the paper's.
         methods.append(PROTOTYPE_COMPAT)
-    given = [{"n_prototypes": "--prototypes", "layer_norm": "--no-layer-norm"}.get(k, "--" + k.replace("_", "-"))
-             for over in _overrides(args) for k in over]
+    given = flag_names(args)
     reach = flags_reach(methods, given)
     if given and len(reach) < len(methods):  # run.json records which rows they reached
         print(f"note: {', '.join(given)} reach {', '.join(reach)}; the other rows keep their own settings.",
@@ -229,9 +156,9 @@ def cmd_reproduce(args) -> int:
 
     def configs(dataset: str, method: str):
         compat = "official" if method == PROTOTYPE_COMPAT else "none"
-        mconf, tconf, std = _configs(args, dataset, compat)
+        mconf, tconf, std = configs_from(args, dataset, compat)
         if method == PROTOTYPE_MONOTONE:
-            mconf, tconf = _monotone_configs(args, mconf, tconf)
+            mconf, tconf = monotone_configs(args, mconf, tconf)
         return mconf, tconf, std
 
     budgets = ["defaults", "common"] if args.budget == "both" else [args.budget]
@@ -251,8 +178,13 @@ def cmd_reproduce(args) -> int:
         text.append("average rank across data sets (1 = best, measured methods, final evaluation):\n"
                     + ranks.round(2).to_string())
     files["table2.txt"] = report = "\n\n".join(text) + "\n"
+    # The settings each paper-model row ran with (Table 1, the flags, the published code's switches).
+    ran = {m: {d: dict(zip(("model", "train", "standardization"), (c[0].to_dict(), c[1].to_dict(), c[2])))
+               for d in data for c in [configs(d, m)]}
+           for m in methods if m in (PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE)}
     files["run.json"] = _run_record(args, methods, data, folds, time.perf_counter() - started,
-                                    device=str(resolve_device(args.device)), flags_reach=reach if given else [])
+                                    device=str(resolve_device(args.device)), flags_reach=reach if given else [],
+                                    configs=ran)
     # All files or none: a crash while writing leaves the previous run's files as they were.
     with staged_directory(out) as stage:
         for name, content in files.items():
@@ -319,7 +251,7 @@ def cmd_cv(args) -> int:
     out = check_output_path(args.out, "file") if args.out else None
     data, _ = load_data(args)
     y, _ = _encoded(data.y)
-    mconf, tconf, std = _configs(args, data.name)
+    mconf, tconf, std = configs_from(args, data.name)
     folds = stratified_folds(y, args.repeats, args.folds, random_state=args.seed)
     evaluations = ("final", "test_selected") if args.compat == "official" else ("final",)
     with naming_bags(data.bag_ids):
@@ -342,7 +274,7 @@ def cmd_train(args) -> int:
     rank, world = init_distributed(args.device)
     try:
         data, names = load_data(args)
-        clf = _estimator_from(args, data.name)
+        clf = estimator_from(args, data.name)
         with naming_bags(data.bag_ids):
             if world > 1 or args.stream:
                 clf.fit_streaming(data.bags, data.y)

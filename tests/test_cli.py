@@ -58,6 +58,10 @@ def test_reproduce_writes_results_for_musk1(shared_mil, tmp_path, capsys):
     assert record["data"]["musk1"]["bags"] == 92 and record["split_seeds"] == [0]
     assert record["device"] == "cpu" and record["flags_reach"] == ["prototype", "prototype (published code)"]
     assert {"numpy", "scikit-learn", "torch", "numba"} <= set(record["versions"]) and record["finished_utc"]
+    ran = record["configs"]  # what each row ran with: the compat row's own switches, the flags' epochs
+    assert ran["prototype"]["musk1"]["train"]["epochs"] == 2
+    assert ran["prototype"]["musk1"]["standardization"] == "feature"
+    assert ran["prototype (published code)"]["musk1"]["standardization"] == "instance"
 
 
 def test_unknown_dataset_is_a_clear_error(tmp_path, capsys):

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from minitorch_proto import cli
+from minitorch_proto import cli_models
 from minitorch_proto.estimator import PrototypeMILClassifier
 from minitorch_proto.model import PrototypeMILConfig
 from minitorch_proto.training import TrainConfig, train_batched
@@ -42,12 +42,12 @@ def test_every_field_reaches_the_configs_and_back_through_the_cli():
         assert got == value, name
     # the CLI builds its estimator from the configs: every field survives the trip
     args = argparse.Namespace(device="cpu", backend="auto", seed=0, autocast="none", chunk_size=None)
-    original = cli._configs
+    original = cli_models.configs_from
     try:
-        cli._configs = lambda a, d: (mconf, tconf, "feature")
-        est = cli._estimator_from(args, "custom")
+        cli_models.configs_from = lambda a, d: (mconf, tconf, "feature")
+        est = cli_models.estimator_from(args, "custom")
     finally:
-        cli._configs = original
+        cli_models.configs_from = original
     assert est.model_config() == mconf and est.train_config() == tconf
 
 

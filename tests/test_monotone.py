@@ -240,14 +240,14 @@ def test_reproduce_method_builds_the_variant_and_keeps_overrides():
     from dataclasses import replace
     from types import SimpleNamespace
 
-    from minitorch_proto import cli
+    from minitorch_proto import cli, cli_models
     from minitorch_proto.paper import paper_configs
 
     assert cli._parse_methods("prototype,prototype-monotone") == [cli.PROTOTYPE, cli.PROTOTYPE_MONOTONE]
     mconf, tconf = paper_configs("musk1")
-    tconf = replace(tconf, epochs=7)  # as cli._configs leaves it after --epochs 7
+    tconf = replace(tconf, epochs=7)  # as cli_models.configs_from leaves it after --epochs 7
     args = SimpleNamespace(prototypes=None, lambda_p=None, lambda_d=None, epochs=7, lr_prototypes=None,
                            lr_classifier=None)
-    m, t = cli._monotone_configs(args, mconf, tconf)
+    m, t = cli_models.monotone_configs(args, mconf, tconf)
     assert (m.monotone, m.pooling, m.layer_norm, m.n_prototypes, m.init) == (True, ("min",), False, 32, "kmeans++")
     assert (t.epochs, t.lr_prototypes, t.batch_size) == (7, 1e-2, 4)  # the command line's epochs win

@@ -1,0 +1,92 @@
+"""What the command line's model flags build: Table 1's configs with the flags given, the
+monotone variant's, and the estimator ``train`` fits.
+
+``reproduce``, ``cv`` and ``train`` read ``--prototypes``, ``--epochs``, ``--distance``, the rates
+and the penalties through :func:`overrides`; a flag left out is absent, so each recipe keeps its
+own value for it.
+"""
+from __future__ import annotations
+
+from .methods import MONOTONE_MODEL, MONOTONE_TRAIN
+
+__all__ = ["configs_from", "estimator_from", "flag_names", "monotone_configs", "overrides"]
+
+
+def configs_from(args, dataset_name: str, compat: str | None = None):
+    """Model/train configs and standardisation: Table 1 for benchmarks, then CLI overrides."""
+    from dataclasses import replace
+
+    from .model import PrototypeMILConfig, compat_config
+    from .paper import TABLE1, paper_configs
+    from .training import TrainConfig, compat_train_config
+
+    if dataset_name in TABLE1:
+        mconf, tconf = paper_configs(dataset_name)
+    else:
+        mconf, tconf = PrototypeMILConfig(), TrainConfig()
+    m_over, t_over = overrides(args)
+    standardization = getattr(args, "standardization", "feature")
+    compat = compat or getattr(args, "compat", "none")
+    if compat == "official":
+        mconf, tconf = compat_config(mconf), compat_train_config(tconf)
+        standardization = "instance"
+    return replace(mconf, **m_over), replace(tconf, **t_over), standardization
+
+
+def overrides(args) -> tuple[dict, dict]:
+    """The model and training settings given on the command line (flags left out are not in them)."""
+    m_over = {k: v for k, v in dict(
+        n_prototypes=getattr(args, "prototypes", None),
+        distance=getattr(args, "distance", None),
+        pooling=tuple(args.pooling.split(",")) if getattr(args, "pooling", None) else None,
+        lambda_w=getattr(args, "lambda_w", None),
+        lambda_p=getattr(args, "lambda_p", None),
+        lambda_d=getattr(args, "lambda_d", None),
+    ).items() if v is not None}
+    if getattr(args, "no_layer_norm", False):
+        m_over["layer_norm"] = False
+    t_over = {k: v for k, v in dict(
+        epochs=getattr(args, "epochs", None),
+        batch_size=getattr(args, "batch_size", None),
+        lr_prototypes=getattr(args, "lr_prototypes", None),
+        lr_classifier=getattr(args, "lr_classifier", None),
+    ).items() if v is not None}
+    return m_over, t_over
+
+
+def monotone_configs(args, mconf, tconf):
+    """Table 1's configs made monotone, with :data:`MONOTONE_MODEL`/``_TRAIN`` unless overridden."""
+    from dataclasses import replace
+
+    from .model import monotone_config
+
+    unset = lambda d: {k: v for k, v in d.items() if getattr(args, k.replace("n_", ""), None) is None}  # noqa: E731
+    mconf = monotone_config(mconf, init="kmeans++", **unset(MONOTONE_MODEL))
+    return mconf, replace(tconf, **unset(MONOTONE_TRAIN))
+
+
+def estimator_from(args, dataset_name: str):
+    """The estimator ``train`` fits: the paper's model with Table 1 and the flags, or ``--recommended``'s."""
+    from .estimator import PrototypeMILClassifier
+
+    common = dict(
+        device=args.device, backend=args.backend, random_state=args.seed, verbose=not getattr(args, "quiet", False),
+        **({"chunk_size": args.chunk_size} if getattr(args, "chunk_size", None) else {}),
+        autocast=None if getattr(args, "autocast", "none") == "none" else args.autocast,
+    )
+    if getattr(args, "recommended", False):
+        if args.compat != "none":
+            raise ValueError("--recommended and --compat official are two different models; choose one.")
+        m_over, t_over = overrides(args)  # its recipe, then only the flags given
+        return PrototypeMILClassifier.recommended(**m_over, **t_over, standardization=args.standardization,
+                                                  class_weight=args.class_weight, **common)
+    if getattr(args, "class_weight", None) is not None:
+        raise ValueError("--class-weight weights the convex head of --recommended; the paper's model has none.")
+    mconf, tconf, std = configs_from(args, dataset_name)
+    return PrototypeMILClassifier(**mconf.to_dict(), **tconf.to_dict(), standardization=std, **common)
+
+
+def flag_names(args) -> list[str]:
+    """The model flags given on the command line, as typed (``--prototypes``, ``--no-layer-norm``, ...)."""
+    names = {"n_prototypes": "--prototypes", "layer_norm": "--no-layer-norm"}
+    return [names.get(k, "--" + k.replace("_", "-")) for over in overrides(args) for k in over]
