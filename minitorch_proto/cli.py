@@ -249,6 +249,7 @@ def cmd_cv(args) -> int:
     from .evaluation.cv import CVTask, evaluate_tasks, stratified_folds, summarize
 
     out = check_output_path(args.out, "file") if args.out else None
+    started = time.perf_counter()
     data, _ = load_data(args)
     y, _ = _encoded(data.y)
     mconf, tconf, std = configs_from(args, data.name)
@@ -260,9 +261,14 @@ def cmd_cv(args) -> int:
                              backend=args.backend)
     summ = summarize(res)
     print(summ.to_string(index=False))
-    if out is not None:
+    if out is not None:  # the per-fold CSV and, beside it, what made it (as reproduce's run.json)
+        record = out.with_name(out.stem + ".run.json")
         write_atomic(out, res.to_csv(index=False))
-        print(f"wrote {out}")
+        write_atomic(record, _run_record(args, [PROTOTYPE_COMPAT if args.compat == "official" else PROTOTYPE],
+                                         {data.name: data}, folds, time.perf_counter() - started, command="cv",
+                                         configs={data.name: {"model": mconf.to_dict(), "train": tconf.to_dict(),
+                                                              "standardization": std}}))
+        print(f"wrote {out} and {record.name}")
     return 0
 
 
@@ -452,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.add_argument("--repeats", type=_count(1), default=5)
     p.add_argument("--folds", type=_count(2), default=10)
-    p.add_argument("--out", default=None, help="CSV of per-fold results")
+    p.add_argument("--out", default=None, help="CSV of per-fold results (and beside it <name>.run.json: what made it)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_cv)
 

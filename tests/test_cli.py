@@ -306,6 +306,8 @@ def test_cv_and_train_commands_on_a_users_csv_with_and_without_bars(tmp_path, ca
           "--device", "cpu"]
     assert main(cv) == 0
     assert len(pd.read_csv(out)) == 2
+    record = json.loads((tmp_path / "cv.run.json").read_text())  # what made the CSV, beside it
+    assert record["command"] == "cv" and record["data"]["mine"]["sha256"] and record["split_seeds"] == [0]
     assert capsys.readouterr().err.strip()  # the progress bar
     assert main([*cv, "--quiet"]) == 0
     assert capsys.readouterr().err == ""  # none, as with reproduce --quiet and compare --quiet
