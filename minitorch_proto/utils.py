@@ -6,6 +6,7 @@ and it imports nothing from the package.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from typing import Any, Iterable, Iterator
@@ -105,14 +106,21 @@ class EstimatorFactory:
 def ctrl_c_deferred() -> Iterator[None]:
     """Hold Ctrl-C (SIGINT) until the block ends, so that a few renames are not cut in half.
 
-    The signal is delivered, as a ``KeyboardInterrupt``, as soon as the block is left. Outside
-    the main thread, or where signals cannot be masked, the block runs unprotected.
+    A Ctrl-C during the block is remembered and acted on as soon as the block is left (as a
+    ``KeyboardInterrupt`` under Python's usual handler). Python runs signal handlers in the main
+    thread whichever thread the signal reached, so this holds with torch's worker threads about;
+    outside the main thread, where no handler can be set, the block runs unprotected.
     """
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        signal.signal(signal.SIGINT, previous)
+        if caught and callable(previous):
+            previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt here
+        elif caught and previous == signal.SIG_DFL:
+            os.kill(os.getpid(), signal.SIGINT)

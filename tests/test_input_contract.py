@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -220,33 +222,40 @@ def test_a_used_results_folder_keeps_no_stale_file_of_the_last_run(tmp_path):
     assert not (out / "tuning_choices.csv").exists() and (out / "my_notes.txt").read_text() == "kept"
 
 
-def test_ctrl_c_while_publishing_waits_for_the_whole_new_set(tmp_path, monkeypatch):
-    # Before, a Ctrl-C between two renames left the new manifest beside the old run.json.
-    import os
-    import signal
+def test_ctrl_c_while_publishing_waits_for_the_whole_new_set(tmp_path):
+    # Before, a Ctrl-C between two renames left the new manifest beside the old run.json. Signals
+    # reach only a process's main thread (pytest-xdist runs tests elsewhere): a child process.
+    import subprocess
+    import sys
 
-    import minitorch_proto.serialization as serialization
-
-    out = tmp_path / "res"
+    script = """
+import json, os, signal, sys
+import minitorch_proto.serialization as serialization
+out, renames, real_replace = sys.argv[1], [], os.replace
+def publish(text):
     with serialization.staged_directory(out) as stage:
         for name in ("results.csv", "run.json", "summary.csv"):
-            (stage / name).write_text("old")
-    renames, real_replace = [], os.replace
-
-    def replace_then_ctrl_c(src, dst):
-        if not renames:
-            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives during the first rename
-        renames.append(dst)
-        real_replace(src, dst)
-
-    monkeypatch.setattr(serialization.os, "replace", replace_then_ctrl_c)
-    with pytest.raises(KeyboardInterrupt):
-        with serialization.staged_directory(out) as stage:
-            for name in ("results.csv", "run.json", "summary.csv"):
-                (stage / name).write_text("new")
-    assert len(renames) == 4  # the three files and the manifest, all published before the interrupt
-    assert {p.name: p.read_text() for p in out.iterdir() if not p.name.startswith(".")} == {
-        "results.csv": "new", "run.json": "new", "summary.csv": "new"}
+            open(os.path.join(stage, name), "w").write(text)
+publish("old")
+def replace_then_ctrl_c(src, dst):
+    if not renames:
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C arrives during the first rename
+    renames.append(dst)
+    real_replace(src, dst)
+serialization.os.replace = replace_then_ctrl_c
+try:
+    publish("new")
+    print(json.dumps("no interrupt"))
+except KeyboardInterrupt:
+    files = {n: open(os.path.join(out, n)).read() for n in sorted(os.listdir(out)) if not n.startswith(".")}
+    print(json.dumps([len(renames), files]))
+"""
+    run = subprocess.run([sys.executable, "-c", script, str(tmp_path / "res")], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert run.returncode == 0, run.stderr
+    renames, files = json.loads(run.stdout)
+    assert renames == 4  # the three files and the manifest, all published before the interrupt
+    assert files == {"results.csv": "new", "run.json": "new", "summary.csv": "new"}
 
 
 def test_ids_pandas_reads_as_missing_stay_names(tmp_path, capsys):
