@@ -398,7 +398,7 @@ def _with_coordinates(args, maps: Path | None, data, table: pd.DataFrame) -> pd.
 def cmd_datasets(args) -> int:
     from .data.benchmarks import benchmark_status
 
-    table, problems = benchmark_status(args.data_dir, args.download, args.download_timeout)
+    table, problems = benchmark_status(args.data_dir, args.download, args.download_timeout, verify=not args.no_verify)
     print(table.to_string(index=False))
     for line in problems:
         print(line)
@@ -512,6 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("datasets", help="list the benchmarks and where they are found")
     p.add_argument("--data-dir", default=None)
     p.add_argument("--download", action="store_true", help="download the missing ones into the cache")
+    p.add_argument("--no-verify", action="store_true", help="skip the sha256 check (counts are still checked)")
     p.add_argument("--download-timeout", type=_number(positive=True, unit=" of seconds"), default=None,
                    metavar="SECONDS",
                    help="overall limit for downloading one file")

@@ -584,3 +584,7 @@ def test_the_datasets_command_says_which_file_is_missing_which_corrupt_and_the_f
     # Each problem whole on its own line: before, it was cut at 120 characters, before the fix.
     assert out[6].startswith("fox: corrupt: ") and out[6].endswith("pass verify=False.")
     assert out[7].startswith("tiger: missing: Tiger.csv not found in ") and len(out) == 8
+    # --no-verify, as the other commands have: the cut file is then read, and found unusable.
+    assert main(["datasets", "--data-dir", str(tmp_path), "--no-verify"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[3].split()[:2] == ["fox", "unusable"] and out[6].startswith("fox: unusable: ")

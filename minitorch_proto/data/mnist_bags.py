@@ -222,6 +222,8 @@ def make_mnist_bags(
     test_fraction: float = 0.2,
     root: str | os.PathLike | None = None,
     download: bool = True,
+    timeout: float = 30.0,
+    verbose: bool = True,
 ) -> tuple[SyntheticBags, SyntheticBags]:
     """MNIST-bags after Ilse, Tomczak & Welling (2018): is the target digit in the bag?
 
@@ -257,7 +259,7 @@ def make_mnist_bags(
         Divide pixels by 255 (to [0, 1]); otherwise keep 0..255.
     test_fraction : float, default=0.2
         Share of the images that go to the test pool.
-    root, download
+    root, download, timeout, verbose
         Passed to :func:`load_mnist_images`.
 
     Returns
@@ -273,7 +275,8 @@ def make_mnist_bags(
     if images is None:
         if labels is not None:
             raise ValueError("labels were given without images.")
-        images, labels, source_name = load_mnist_images(root=root, source=source, download=download)
+        images, labels, source_name = load_mnist_images(root=root, source=source, download=download,
+                                                        timeout=timeout, verbose=verbose)
     else:
         if labels is None:
             raise ValueError("images were given without labels.")
