@@ -30,7 +30,7 @@ EXIT_CODES_HELP = (
 )
 
 
-from .cli_models import configs_from, estimator_from, flag_names, monotone_configs
+from .cli_models import config_record, configs_from, estimator_from, flag_names, monotone_configs
 from .methods import PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE
 
 
@@ -179,10 +179,10 @@ def cmd_reproduce(args) -> int:
                     + ranks.round(2).to_string())
     files["table2.txt"] = report = "\n\n".join(text) + "\n"
     # The settings each paper-model row ran with (Table 1, the flags, the published code's switches).
-    ran = {m: {d: dict(zip(("model", "train", "standardization"), (c[0].to_dict(), c[1].to_dict(), c[2])))
-               for d in data for c in [configs(d, m)]}
+    ran = {m: {d: config_record(*configs(d, m)) for d in data}
            for m in methods if m in (PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE)}
-    files["run.json"] = _run_record(args, methods, data, folds, time.perf_counter() - started,
+    every_fold = [f for fs in folds.values() for f in fs]
+    files["run.json"] = _run_record(args, methods, data, every_fold, time.perf_counter() - started,
                                     device=str(resolve_device(args.device)), flags_reach=reach if given else [],
                                     configs=ran)
     # All files or none: a crash while writing leaves the previous run's files as they were.
@@ -194,13 +194,14 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
-def _run_record(args, methods: list[str], data: dict, folds, wall: float, command: str = "reproduce", **more) -> str:
+def _run_record(args, methods: list[str], data: dict, folds: list, wall: float, command: str = "reproduce",
+                **more) -> str:
     """``run.json`` (:func:`~minitorch_proto.about.run_record`) with the data read and the folds' shuffle seeds."""
     from .about import run_record
 
     settings = {k: v for k, v in vars(args).items()
                 if k not in ("func", "command") and isinstance(v, (str, int, float, bool, type(None)))}
-    seeds = sorted({f.split_seed for fs in (folds.values() if isinstance(folds, dict) else [folds]) for f in fs})
+    seeds = sorted({f.split_seed for f in folds})
     return run_record(command, settings, methods, list(data), wall, argv=getattr(args, "argv", None),
                       data=data_provenance(data), split_seeds=seeds, **more)
 
@@ -266,8 +267,7 @@ def cmd_cv(args) -> int:
         write_atomic(out, res.to_csv(index=False))
         write_atomic(record, _run_record(args, [PROTOTYPE_COMPAT if args.compat == "official" else PROTOTYPE],
                                          {data.name: data}, folds, time.perf_counter() - started, command="cv",
-                                         configs={data.name: {"model": mconf.to_dict(), "train": tconf.to_dict(),
-                                                              "standardization": std}}))
+                                         configs={data.name: config_record(mconf, tconf, std)}))
         print(f"wrote {out} and {record.name}")
     return 0
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .methods import MONOTONE_MODEL, MONOTONE_TRAIN
 
-__all__ = ["configs_from", "estimator_from", "flag_names", "monotone_configs", "overrides"]
+__all__ = ["config_record", "configs_from", "estimator_from", "flag_names", "monotone_configs", "overrides"]
 
 
 def configs_from(args, dataset_name: str, compat: str | None = None):
@@ -90,3 +90,8 @@ def flag_names(args) -> list[str]:
     """The model flags given on the command line, as typed (``--prototypes``, ``--no-layer-norm``, ...)."""
     names = {"n_prototypes": "--prototypes", "layer_norm": "--no-layer-norm"}
     return [names.get(k, "--" + k.replace("_", "-")) for over in overrides(args) for k in over]
+
+
+def config_record(mconf, tconf, standardization: str) -> dict:
+    """What one prototype-model row ran with, as ``run.json`` writes it."""
+    return {"model": mconf.to_dict(), "train": tconf.to_dict(), "standardization": standardization}
