@@ -190,7 +190,7 @@ def cmd_reproduce(args) -> int:
         for name, content in files.items():
             (stage / name).write_text(content)
     print(report)
-    print(f"wrote {out / 'results.csv'}, summary.csv, timings.csv, table2.txt, run.json")
+    print(f"wrote {out / 'results.csv'}, predictions.csv, summary.csv, timings.csv, table2.txt, run.json")
     return 0
 
 
@@ -230,19 +230,22 @@ def cmd_compare(args) -> int:
     data, _ = load_data(args)
     folds = stratified_folds(data.y, args.repeats, args.folds, random_state=args.seed)
     with naming_bags(data.bag_ids):
-        results = compare_methods(methods, getattr(data, "bags", data), data.y, folds, dataset=data.name,
-                                  table1=args.dataset, budget=args.budget, random_state=args.seed,
-                                  n_jobs=os.cpu_count() or 1, progress=not args.quiet)
+        results, predictions = compare_methods(methods, getattr(data, "bags", data), data.y, folds,
+                                               dataset=data.name, table1=args.dataset, budget=args.budget,
+                                               random_state=args.seed, n_jobs=os.cpu_count() or 1,
+                                               progress=not args.quiet, return_predictions=True,
+                                               bag_ids=data.bag_ids)
     table, fig = comparison_summary(results), plot_comparison(results)
     with staged_directory(out) as stage:  # summary.csv numeric as reproduce's; the printed table beside it
         (stage / "results.csv").write_text(results.to_csv(index=False))
+        (stage / "predictions.csv").write_text(predictions.to_csv(index=False))
         (stage / "summary.csv").write_text(summarize(results).to_csv(index=False))
         (stage / "summary.txt").write_text(table.to_string(index=False) + "\n")
         fig.savefig(stage / "comparison.png", dpi=120, bbox_inches="tight")
         (stage / "run.json").write_text(_run_record(args, [m.key for m in methods], {data.name: data}, folds,
                                                     time.perf_counter() - started, command="compare"))
     print(table.to_string(index=False))
-    print(f"wrote {out / 'results.csv'}, summary.csv, summary.txt, comparison.png, run.json")
+    print(f"wrote {out / 'results.csv'}, predictions.csv, summary.csv, summary.txt, comparison.png, run.json")
     return 0
 
 
@@ -252,23 +255,25 @@ def cmd_cv(args) -> int:
     out = check_output_path(args.out, "file") if args.out else None
     started = time.perf_counter()
     data, _ = load_data(args)
-    y, _ = _encoded(data.y)
+    y, classes = _encoded(data.y)
     mconf, tconf, std = configs_from(args, data.name)
     folds = stratified_folds(y, args.repeats, args.folds, random_state=args.seed)
     evaluations = ("final", "test_selected") if args.compat == "official" else ("final",)
     with naming_bags(data.bag_ids):
-        task = CVTask(data.name, data.bags, y, folds, mconf, tconf, std)
-        res = evaluate_tasks([task], evaluations=evaluations, device=args.device, progress=not args.quiet,
-                             backend=args.backend)
+        task = CVTask(data.name, data.bags, y, folds, mconf, tconf, std, bag_ids=data.bag_ids, classes=classes)
+        res, predictions = evaluate_tasks([task], evaluations=evaluations, device=args.device,
+                                          progress=not args.quiet, backend=args.backend, return_predictions=True)
     summ = summarize(res)
     print(summ.to_string(index=False))
-    if out is not None:  # the per-fold CSV and, beside it, what made it (as reproduce's run.json)
+    if out is not None:  # the per-fold CSV and, beside it, each test bag's scores and what made them
         record = out.with_name(out.stem + ".run.json")
+        scored = out.with_name(out.stem + ".predictions.csv")
         write_atomic(out, res.to_csv(index=False))
+        write_atomic(scored, predictions.to_csv(index=False))
         write_atomic(record, _run_record(args, [PROTOTYPE_COMPAT if args.compat == "official" else PROTOTYPE],
                                          {data.name: data}, folds, time.perf_counter() - started, command="cv",
                                          configs={data.name: config_record(mconf, tconf, std)}))
-        print(f"wrote {out} and {record.name}")
+        print(f"wrote {out}, {scored.name} and {record.name}")
     return 0
 
 
@@ -449,8 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--out", required=True, help="output folder: results.csv (per fold, a method column), "
-                   "summary.csv (per method: means and spreads), summary.txt (the printed table), comparison.png, "
-                   "run.json")
+                   "predictions.csv (each test bag's probabilities), summary.csv (per method: means and spreads), "
+                   "summary.txt (the printed table), comparison.png, run.json")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("cv", help="repeated stratified CV of the prototype model on one data set")
@@ -458,7 +463,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_args(p)
     p.add_argument("--repeats", type=_count(1), default=5)
     p.add_argument("--folds", type=_count(2), default=10)
-    p.add_argument("--out", default=None, help="CSV of per-fold results (and beside it <name>.run.json: what made it)")
+    p.add_argument("--out", default=None, help="CSV of per-fold results; beside it <name>.predictions.csv (each test "
+                   "bag's probabilities) and <name>.run.json (what made them)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_cv)
 

@@ -57,9 +57,13 @@ def refuse_overwriting_inputs(args) -> None:
         if not out:
             continue
         target = where(out)
+        # cv --out also writes <name>.predictions.csv and <name>.run.json beside the CSV.
+        written = {target} | ({target.with_name(target.stem + s) for s in (".predictions.csv", ".run.json")}
+                              if getattr(args, "command", None) == "cv" and out_flag == "--out" else set())
         for flag, given in inputs.items():
-            if given and where(given) == target:
-                raise ValueError(f"{out_flag} {out} is the {flag} file being read; writing there would destroy it: "
+            if given and where(given) in written:
+                beside = "" if where(given) == target else f" (it writes {where(given).name} beside it)"
+                raise ValueError(f"{out_flag} {out} would replace the {flag} file being read{beside}; "
                                  "choose another path.")
             if given and out_flag in folders and target in where(given).parents:
                 raise ValueError(f"{flag} {given} is inside {out_flag} {out}, the folder this command fills with its "

@@ -51,3 +51,29 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def assert_predictions_match(predictions, results):
+    """predictions.csv holds each fold's test bags once, and its scores give results.csv's figures back."""
+    import pandas as pd
+
+    from minitorch_proto.evaluation.metrics import scores_from_proba
+
+    keys = ["dataset", "method", "evaluation", "repeat", "fold"]
+    proba_columns = [c for c in predictions.columns if c.startswith("proba_")]
+    assert len(proba_columns) >= 2
+    assert np.allclose(predictions[proba_columns].sum(axis=1), 1.0)
+    groups = dict(list(predictions.groupby(keys)))
+    assert len(groups) == len(results)
+    for _, row in results.iterrows():
+        rows = groups[tuple(row[k] for k in keys)]
+        assert len(rows) == row.n_test and not rows.bag.duplicated().any()
+        classes = [c[len("proba_"):] for c in proba_columns]
+        y = pd.Categorical(rows.label.astype(str), categories=classes).codes
+        acc, auc = scores_from_proba(y, rows[proba_columns].to_numpy())
+        assert np.isclose(acc, row.accuracy) and (np.isclose(auc, row.auc) or np.isnan(row.auc))
+        assert np.isclose(acc, (rows.label.astype(str) == rows.predicted.astype(str)).mean())
+    # each repetition tests every bag exactly once
+    per_repeat = predictions.groupby(["dataset", "method", "evaluation", "repeat"]).bag.agg(
+        lambda b: b.duplicated().any())
+    assert not per_repeat.any()

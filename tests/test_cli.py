@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from minitorch_proto.cli import main
-from minitorch_proto.data import BENCHMARKS
+from minitorch_proto.data import BENCHMARKS, load_benchmark
 
-from .conftest import make_concept_bags
+from .conftest import assert_predictions_match, make_concept_bags
 
 
 @pytest.mark.parametrize("command", ["reproduce", "cv", "train", "predict", "explain", "datasets"])
@@ -50,6 +50,10 @@ def test_reproduce_writes_results_for_musk1(shared_mil, tmp_path, capsys):
     assert (out / "table2.txt").read_text().startswith("1 x 3-fold CV, seed 0, epochs 2, data musk1, code ")
     assert "average rank" not in printed  # one data set: no rank
     assert (out / "summary.csv").exists()
+    # Each test bag's scores under both rows and both evaluations, by Musk1's own bag ids.
+    pred = pd.read_csv(out / "predictions.csv")
+    assert_predictions_match(pred, res)
+    assert set(pred.bag) <= set(load_benchmark("musk1", data_dir=shared_mil).bag_ids) and len(set(pred.bag)) == 92
     # run.json says what a rerun needs: the command line, the data file's checksum, the folds' shuffle
     # seeds, the device used and the libraries' versions.
     record = json.loads((out / "run.json").read_text())
@@ -306,6 +310,7 @@ def test_cv_and_train_commands_on_a_users_csv_with_and_without_bars(tmp_path, ca
           "--device", "cpu"]
     assert main(cv) == 0
     assert len(pd.read_csv(out)) == 2
+    assert_predictions_match(pd.read_csv(tmp_path / "cv.predictions.csv"), pd.read_csv(out))
     record = json.loads((tmp_path / "cv.run.json").read_text())  # what made the CSV, beside it
     assert record["command"] == "cv" and record["data"]["mine"]["sha256"] and record["split_seeds"] == [0]
     assert capsys.readouterr().err.strip()  # the progress bar

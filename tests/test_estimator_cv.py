@@ -20,7 +20,7 @@ from minitorch_proto.estimator import PrototypeMILClassifier, load_model
 from minitorch_proto.model import PrototypeMILConfig
 from minitorch_proto.training import TrainConfig
 
-from .conftest import make_concept_bags
+from .conftest import assert_predictions_match, make_concept_bags
 
 FAST = dict(n_prototypes=8, epochs=40, lr_prototypes=3e-2, lr_classifier=3e-2, device="cpu")
 
@@ -225,10 +225,13 @@ def test_batched_cv_standardises_on_training_bags_only():
 def test_prototype_cv_rows_and_honest_default():
     bags, y = make_concept_bags(n_bags=40, seed=0)
     folds = stratified_folds(y, n_repeats=2, n_folds=4)
+    names = np.array(["neg", "pos"])
     task = CVTask("toy", bags, y, folds, PrototypeMILConfig(n_prototypes=8),
-                  TrainConfig(epochs=30, lr_prototypes=3e-2, lr_classifier=3e-2))
-    res = evaluate_tasks([task], evaluations=("final", "test_selected"), device="cpu")
+                  TrainConfig(epochs=30, lr_prototypes=3e-2, lr_classifier=3e-2), classes=names)
+    res, pred = evaluate_tasks([task], evaluations=("final", "test_selected"), device="cpu",
+                               return_predictions=True)
     assert len(res) == 16
+    assert_predictions_match(pred, res)  # the selected epoch's probabilities under "test_selected"
     final = res[res.evaluation == "final"]
     assert (final.epoch == 30).all()  # the model evaluated is the last one, never test-chosen
     sel = res[res.evaluation == "test_selected"]
@@ -237,7 +240,12 @@ def test_prototype_cv_rows_and_honest_default():
     assert final.accuracy.mean() > 0.7
     # The same models scored through the estimator and predict_proba: the one cross-validation.
     est = PrototypeMILClassifier(n_prototypes=8, epochs=30, lr_prototypes=3e-2, lr_classifier=3e-2, device="cpu")
-    via_estimator = cross_validate(est, bags, y, folds, dataset="toy")
+    via_estimator, via_pred, fitted = cross_validate(est, bags, names[y], folds, dataset="toy",
+                                                     return_predictions=True, return_estimators=True)
+    assert len(fitted) == len(folds) and set(via_pred.label) == {"neg", "pos"}
+    final_pred = pred[pred.evaluation == "final"]
+    np.testing.assert_array_equal(via_pred.bag, final_pred.bag)  # positions: no ids given
+    np.testing.assert_allclose(via_pred.proba_pos, final_pred.proba_pos, atol=1e-5)  # float32 engines
     np.testing.assert_allclose(via_estimator.accuracy, final.accuracy)
     np.testing.assert_allclose(via_estimator.auc, final.auc, atol=1e-6)
     with pytest.raises(ValueError, match="Unknown evaluation"):

@@ -15,7 +15,7 @@ from minitorch_proto.evaluation.cv import cross_validate, stratified_folds
 from minitorch_proto.evaluation.report import DISPLAY_NAMES
 from minitorch_proto.meta_estimators import InnerCVSelection, SeedEnsemble, StandardizedMIL
 from minitorch_proto.preprocessing import BagStandardizer
-from tests.conftest import make_concept_bags
+from tests.conftest import assert_predictions_match, make_concept_bags
 
 
 @pytest.fixture
@@ -234,6 +234,13 @@ def test_compare_runs_registered_methods_on_the_same_folds(source, tmp_path, cap
     by_hand = res.groupby("method").accuracy.mean()
     assert np.allclose(summ.set_index("method").accuracy_mean[by_hand.index], by_hand)
     assert "MILES" in (out / "summary.txt").read_text()
+    # Every test bag's scores, named by the user's bag ids, pairing methods bag by bag.
+    pred = pd.read_csv(out / "predictions.csv", dtype={"bag": str})
+    assert_predictions_match(pred, res)
+    if source == "bags-dir":
+        assert set(pred.bag) == {f"slide_{i:03d}" for i in range(len(bags))}
+    paired = pred.pivot_table(index=["repeat", "bag"], columns="method", values="proba_1")
+    assert len(paired) == len(bags) and not paired.isna().any().any()
 
 
 def test_compare_refuses_a_method_without_that_budget_before_reading_data(tmp_path, capsys):

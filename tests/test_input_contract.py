@@ -338,7 +338,13 @@ def test_outputs_never_overwrite_inputs(tmp_path, capsys):
         (["cv", "--csv", path, "--folds", "2", "--repeats", "1", *FAST, "--out", tmp_path / "." / "d.csv"], "--csv"),
     ):
         code, _, err = _run(capsys, *argv)
-        assert code == 2 and f"is the {flag} file being read" in err
+        assert code == 2 and f"replace the {flag} file being read" in err
+    # cv also writes <name>.predictions.csv and <name>.run.json beside its CSV.
+    beside = _csv(tmp_path / "e.predictions.csv", ["a", "b", "c", "d"], [0, 1, 0, 1])
+    before[beside] = beside.read_bytes()
+    code, _, err = _run(capsys, "cv", "--csv", beside, "--folds", "2", "--repeats", "1", *FAST,
+                        "--out", tmp_path / "e.csv")
+    assert code == 2 and "writes e.predictions.csv beside it" in err and not (tmp_path / "e.csv").exists()
     assert {p: p.read_bytes() for p in before} == before
     bags, y = make_concept_bags(n_bags=4, n_features=3)
     write_bag_folder(tmp_path / "bags", bags, y, fmt="npy")
@@ -347,7 +353,7 @@ def test_outputs_never_overwrite_inputs(tmp_path, capsys):
     assert code == 2 and "inside --bags-dir" in err
     code, _, err = _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags",
                         "--out", tmp_path / "bags" / "labels.csv")
-    assert code == 2 and "is the --labels file being read" in err
+    assert code == 2 and "replace the --labels file being read" in err
     # A results folder that holds the input: compare used to write its results.csv over it (exit 0).
     (tmp_path / "out").mkdir()
     inside = _csv(tmp_path / "out" / "results.csv", ["a", "b", "c", "d"], [0, 1, 0, 1])

@@ -34,7 +34,9 @@ def compare_methods(
     random_state: int = 0,
     n_jobs: int = 1,
     progress: bool = False,
-) -> pd.DataFrame:
+    return_predictions: bool = False,
+    bag_ids=None,
+) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """Cross-validate each method on the same ``folds``; per-fold rows of every method.
 
     Parameters
@@ -46,21 +48,29 @@ def compare_methods(
     table1 : a benchmark name whose Table 1 settings the prototype rows use (None: package defaults)
     budget : "defaults" or "common" (see :meth:`minitorch_proto.methods.Method.common`)
 
+    return_predictions : also return every test bag's probabilities under every method
+        (:func:`~minitorch_proto.evaluation.cv.prediction_rows`)
+    bag_ids : the ids the predictions name bags by; None: ``bags.bag_ids`` if present, else positions
+
     Returns
     -------
     DataFrame of :data:`~minitorch_proto.evaluation.cv.RESULT_COLUMNS`, the ``method``
-    column holding each method's results label.
+    column holding each method's results label; with ``return_predictions``, a tuple
+    ``(results, predictions)``.
     """
     estimators = [make(m.key, random_state, dataset=table1, budget=budget) for m in methods]
-    frames = []
+    frames, predictions = [], []
     for m, est in progress_bar(list(zip(methods, estimators)), progress, "methods"):
         t0 = time.perf_counter()
-        res = cross_validate(est, bags, y, folds, dataset=dataset, method=m.label, n_jobs=n_jobs)
+        res, pred = cross_validate(est, bags, y, folds, dataset=dataset, method=m.label, n_jobs=n_jobs,
+                                   return_predictions=True, bag_ids=bag_ids)
+        predictions.append(pred)
         if progress:
             print(f"{m.key}: accuracy {res.accuracy.mean():.3f}, AUC {res.auc.mean():.3f} "
                   f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
         frames.append(res)
-    return pd.concat(frames, ignore_index=True)
+    results = pd.concat(frames, ignore_index=True)
+    return (results, pd.concat(predictions, ignore_index=True)) if return_predictions else results
 
 
 def comparison_summary(results: pd.DataFrame) -> pd.DataFrame:

@@ -33,6 +33,7 @@ __all__ = [
     "CVTask",
     "summarize",
     "RESULT_COLUMNS",
+    "prediction_rows",
 ]
 
 EVALUATIONS = {
@@ -43,6 +44,37 @@ RESULT_COLUMNS = [
     "dataset", "method", "evaluation", "repeat", "fold", "seed", "n_train", "n_test",
     "epoch", "accuracy", "auc", "fit_seconds",
 ]
+
+
+def prediction_rows(dataset: str, method: str, evaluation: str, fold: "Fold", test_ids, classes, y_test,
+                    proba: np.ndarray) -> pd.DataFrame:
+    """One fold's test bags as scored: the rows of a results folder's ``predictions.csv``.
+
+    Columns ``dataset``, ``method``, ``evaluation``, ``repeat``, ``fold``, ``bag``
+    (the data set's bag id), ``bag_index`` (its position in the data set), ``label``
+    and ``predicted`` (classes as the user wrote them; ``predicted`` is the arg-max
+    class, the one the fold's accuracy counts), then ``proba_<class>`` per class.
+    Every method of one run scores the same bags of the same folds, so two methods'
+    rows pair up on (``repeat``, ``bag``) for a paired test or a per-bag look.
+    """
+    classes = np.asarray(classes)
+    proba = np.asarray(proba, dtype=np.float64)
+    frame = pd.DataFrame(dict(dataset=dataset, method=method, evaluation=evaluation, repeat=fold.repeat,
+                              fold=fold.fold, bag=np.asarray(test_ids), bag_index=np.asarray(fold.test),
+                              label=classes[np.asarray(y_test, dtype=np.int64)],
+                              predicted=classes[np.argmax(proba, axis=1)]))
+    for j, c in enumerate(classes.tolist()):
+        frame[f"proba_{c}"] = proba[:, j]
+    return frame
+
+
+def _ids_of(bags, bag_ids, n: int) -> np.ndarray:
+    """The bag ids to write: given, the collection's own (a DiskBagDataset's), or positions."""
+    ids = bag_ids if bag_ids is not None else getattr(bags, "bag_ids", None)
+    ids = np.arange(n) if ids is None else np.asarray(ids)
+    if len(ids) != n:
+        raise ValueError(f"bag_ids has {len(ids)} entries for {n} bags.")
+    return ids
 
 
 @dataclass(frozen=True)
@@ -171,6 +203,8 @@ class CVTask:
     train_config: TrainConfig = field(default_factory=TrainConfig)
     standardization: str = "feature"
     method: str = "prototype"
+    bag_ids: np.ndarray | None = None  # written in predictions; None: positions
+    classes: np.ndarray | None = None  # the user's names of labels 0..C-1, for predictions; None: 0..C-1
 
     def group_key(self) -> tuple:
         # Learning rates may differ inside one batched program; nothing else may.
@@ -192,7 +226,8 @@ def evaluate_tasks(
     dtype=None,
     progress: bool = False,
     backend: str = "auto",
-) -> pd.DataFrame:
+    return_predictions: bool = False,
+) -> pd.DataFrame | tuple[pd.DataFrame, pd.DataFrame]:
     """Score the paper's prototype model on several (data set, setting) tasks' folds, training compatible ones together.
 
     The same models as :func:`cross_validate` over
@@ -223,12 +258,16 @@ def evaluate_tasks(
     progress : bool, default=False
         Show progress bars over batches and epochs.
     backend : {"auto", "compiled", "tensor"}, default="auto"
+    return_predictions : bool, default=False
+        Also return every test bag's probabilities (:func:`prediction_rows`; bags
+        named by ``CVTask.bag_ids``, classes by ``CVTask.classes``).
 
     Returns
     -------
     DataFrame
         With :data:`RESULT_COLUMNS`, one row per task, fold and evaluation;
         ``fit_seconds`` is the batch's wall time divided by its number of models.
+        With ``return_predictions``, a tuple ``(results, predictions)``.
 
     Raises
     ------
@@ -244,7 +283,7 @@ def evaluate_tasks(
     groups: dict[tuple, list[CVTask]] = {}
     for task in tasks:
         groups.setdefault(task.group_key(), []).append(task)
-    rows = []
+    rows, predicted = [], []
     for group in groups.values():
         # One pool holding every task's bags; each model indexes into it.
         offsets = np.cumsum([0] + [len(t.bags) for t in group])
@@ -276,11 +315,14 @@ def evaluate_tasks(
             )
             per_model = fit.seconds / len(chunk)
             last = int(t0.train_config.epochs)
+            n_classes = int(y_pool.max()) + 1
             for m, (task, _, fold) in enumerate(chunk):
                 y_test = np.asarray(task.y)[fold.test]
+                chosen = {}  # evaluation -> epoch whose probabilities it scored
                 if "final" in evaluations:
                     acc, auc = scores_from_proba(y_test, fit.evaluations[last][m])
                     rows.append(_fold_row(task.dataset, task.method, fold, "final", last, acc, auc, per_model))
+                    chosen["final"] = last
                 if "test_selected" in evaluations:
                     best = None
                     for epoch in sorted(fit.evaluations):
@@ -290,7 +332,19 @@ def evaluate_tasks(
                             best = (key, epoch, acc, auc)
                     rows.append(_fold_row(task.dataset, task.method, fold, "test_selected", best[1], best[2], best[3],
                                           per_model))
-    return pd.DataFrame(rows, columns=RESULT_COLUMNS)
+                    chosen["test_selected"] = best[1]
+                if return_predictions:
+                    ids = _ids_of(task.bags, task.bag_ids, len(task.y))[fold.test]
+                    classes = np.arange(n_classes) if task.classes is None else task.classes
+                    predicted += [prediction_rows(task.dataset, task.method, evaluation, fold, ids,
+                                                  classes, y_test, fit.evaluations[epoch][m])
+                                  for evaluation, epoch in chosen.items()]
+    results = pd.DataFrame(rows, columns=RESULT_COLUMNS)
+    return (results, _concat(predicted)) if return_predictions else results
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def cross_validate(
@@ -303,7 +357,9 @@ def cross_validate(
     method: str | None = None,
     n_jobs: int = 1,
     return_estimators: bool = False,
-) -> pd.DataFrame | tuple[pd.DataFrame, list]:
+    return_predictions: bool = False,
+    bag_ids=None,
+) -> pd.DataFrame | tuple:
     """Cross-validate any bag estimator: one unfitted copy per fold, scored through ``predict_proba``.
 
     Fold f's copy is ``estimator`` with every ``random_state`` set to ``f.seed``
@@ -322,11 +378,16 @@ def cross_validate(
     n_jobs : workers for estimators fitted one by one inside ``fit_many`` (for the prototype model:
         worker processes for its members' convex heads); the results do not depend on it
     return_estimators : also return the fitted copies, one per fold
+    return_predictions : also return every test bag's probabilities (:func:`prediction_rows`)
+    bag_ids : the ids written in the predictions; None: the collection's own ``bag_ids`` if it has
+        them (a :class:`~minitorch_proto.data.DiskBagDataset`), else positions
 
     Returns
     -------
     DataFrame with :data:`RESULT_COLUMNS`, one row per fold (evaluation ``"final"``);
-    ``fit_seconds`` is the fitting wall time divided by the number of folds.
+    ``fit_seconds`` is the fitting wall time divided by the number of folds. With
+    ``return_predictions`` and/or ``return_estimators``, a tuple: the results, then the
+    predictions, then the fitted copies (each only if asked).
     """
     from ..meta_estimators import proba_in, with_random_state
     from ..validation import check_labels
@@ -361,13 +422,18 @@ def cross_validate(
         fitted = [c.fit(b, t) for c, (b, t) in zip(copies, train_sets)]
     seconds = (time.perf_counter() - t0) / max(len(folds), 1)
     label = method or type(estimator).__name__
-    rows = []
+    ids = _ids_of(bags, bag_ids, len(bags)) if return_predictions else None
+    rows, predicted = [], []
     for fold, est in zip(folds, fitted):
         proba = proba_in(est, bags_at(fold.test), classes)
         acc, auc = scores_from_proba(y_enc[fold.test], proba)
         rows.append(_fold_row(dataset, label, fold, "final", np.nan, acc, auc, seconds))
+        if return_predictions:
+            predicted.append(prediction_rows(dataset, label, "final", fold, ids[fold.test], classes,
+                                             y_enc[fold.test], proba))
     frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
-    return (frame, list(fitted)) if return_estimators else frame
+    extra = ([_concat(predicted)] if return_predictions else []) + ([list(fitted)] if return_estimators else [])
+    return (frame, *extra) if extra else frame
 
 
 def summarize(results: pd.DataFrame) -> pd.DataFrame:

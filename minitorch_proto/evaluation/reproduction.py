@@ -105,22 +105,25 @@ def run_methods(
     -------
     results : per-fold rows of every method
     timings : one dict per method (method, datasets, wall_seconds)
-    files : extra files to write beside the results (the inner choices of tuned rows)
+    files : extra files to write beside the results: ``predictions.csv`` (every test bag's
+        probabilities, :func:`~minitorch_proto.evaluation.cv.prediction_rows`) and the inner
+        choices of tuned rows
     """
     from .baseline_cv import budget_label
 
-    frames, timings, files = [], [], {}
+    frames, predictions, timings, files = [], [], [], {}
     for method in methods:
         entry = get(method)
         method = entry.label
         t0 = time.perf_counter()
         if method in (PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE):
             # Every data set's folds in one call: compatible ones train as one batched program.
-            tasks = [CVTask(d.name, d.bags, d.y, folds[name], *configs(d.name, method), method)
-                     for name, d in data.items()]
+            tasks = [CVTask(d.name, d.bags, d.y, folds[name], *configs(d.name, method), method,
+                            getattr(d, "bag_ids", None)) for name, d in data.items()]
             evaluations = ("final", "test_selected") if method == PROTOTYPE_COMPAT else ("final",)
-            res = evaluate_tasks(tasks, evaluations=evaluations, device=device, progress=progress,
-                                 backend=backend)
+            res, pred = evaluate_tasks(tasks, evaluations=evaluations, device=device, progress=progress,
+                                       backend=backend, return_predictions=True)
+            predictions.append(pred)
         else:
             parts, choices = [], []
             for budget in (budgets if entry.family == "baseline" else ("defaults",)):
@@ -130,8 +133,10 @@ def run_methods(
                     params = _prototype_params(*configs(d.name, PROTOTYPE)) if method == PROTOTYPE_TUNED else {}
                     est = make(entry.key, seed, dataset=name, budget=budget, **params)
                     t1 = time.perf_counter()
-                    r, fitted = cross_validate(est, d.bags, d.y, folds[name], dataset=d.name, method=label,
-                                               n_jobs=n_jobs, return_estimators=True)
+                    r, pred, fitted = cross_validate(est, d.bags, d.y, folds[name], dataset=d.name,
+                                                     method=label, n_jobs=n_jobs, return_predictions=True,
+                                                     return_estimators=True, bag_ids=getattr(d, "bag_ids", None))
+                    predictions.append(pred)
                     c = choice_rows(fitted, folds[name], d.name, label)
                     if not c.empty:
                         c["dataset_wall_seconds"] = time.perf_counter() - t1
@@ -149,4 +154,5 @@ def run_methods(
             print(f"{method}: " + ", ".join(f"{n} {final[final.dataset == n].accuracy.mean():.3f}" for n in data)
                   + f" (accuracy; {wall:.1f} s)", file=sys.stderr)
         frames.append(res)
+    files["predictions.csv"] = pd.concat(predictions, ignore_index=True).to_csv(index=False)
     return pd.concat(frames, ignore_index=True), timings, files
