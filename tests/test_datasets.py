@@ -181,6 +181,12 @@ def test_bag_dataset_rejects_inconsistent_fields():
         BagDataset("x", [np.zeros((2, 3))], y=np.array([0]), bag_ids=np.array([1, 2]))
     with pytest.raises(ValueError, match="features"):
         BagDataset("x", [np.zeros((2, 3)), np.zeros((1, 4))], y=[0, 1], bag_ids=[1, 2])
+    # predictions.csv and the explanations name bags by id: one id for two bags would mix them.
+    with pytest.raises(ValueError, match=r"bag ids repeat \('a'\)"):
+        BagDataset("x", [np.zeros((2, 3))] * 3, y=[0, 1, 1], bag_ids=["a", "b", "a"])
+    ds = BagDataset("x", [np.zeros((2, 3))] * 3, y=[0, 1, 1], bag_ids=["a", "b", "c"])
+    with pytest.raises(ValueError, match="repeat"):
+        ds.subset([0, 0])
 
 
 # --------------------------------------------------------------------------- #

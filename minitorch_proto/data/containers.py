@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ..validation import check_bags, check_labels, check_same_length
 
@@ -86,6 +87,11 @@ class BagDataset:
             raise ValueError(
                 f"{self.name}: {n} bags but {len(self.bag_ids)} bag ids: they must match."
             )
+        repeated = pd.Index(self.bag_ids)[pd.Index(self.bag_ids).duplicated()].unique()
+        if len(repeated):
+            # Predictions, explanations and split files name bags by id: two bags under one id would mix.
+            raise ValueError(f"{self.name}: bag ids repeat ({', '.join(map(repr, repeated[:3].tolist()))}); "
+                             "each bag needs its own id.")
 
     @property
     def n_bags(self) -> int:
@@ -152,7 +158,7 @@ class BagDataset:
         Parameters
         ----------
         indices : array-like of int, boolean mask of length ``n_bags``, or slice
-            Positions of the bags to keep (positions, not bag ids; use
+            Positions of the bags to keep, each at most once (positions, not bag ids; use
             ``np.searchsorted(ds.bag_ids, ids)`` to turn sorted ids into positions).
 
         Returns
@@ -165,7 +171,7 @@ class BagDataset:
         IndexError
             If an index is out of range or a mask has the wrong length.
         ValueError
-            If the selection is empty.
+            If the selection is empty or names a bag twice (a bootstrap sample: index ``bags`` itself).
         """
         positions = np.arange(self.n_bags)[indices]
         positions = np.atleast_1d(positions)
