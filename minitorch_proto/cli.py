@@ -353,15 +353,21 @@ def cmd_explain(args) -> int:
         xy = data.instance_array(0, args.coords_key)  # a folder without them fails now, not after every bag's evidence
         if maps and (xy.ndim != 2 or xy.shape[1] < 2):
             raise ValueError(f"--heatmaps needs two coordinates per patch; {args.coords_key!r} has shape {xy.shape}.")
+    # Which class "positive" means: the second in sorted order, which a user's labels may not make obvious.
+    positive, negative = (np.asarray(c).item() for c in clf.classes_[::-1])
     with naming_bags(data.bag_ids):
         # With --heatmaps every instance's evidence is drawn; the table keeps the --top rows either way.
         table = evidence_table(clf, data.bags, data.bag_ids, args.method, top=None if maps else args.top,
                                progress=sys.stderr.isatty())  # a bar for a person watching, none in logs
         if args.coords_key:  # e.g. CLAM's 'coords': where each patch lies on the slide, for heatmaps
             table = _with_coordinates(args, maps, data, table)
-    # Which class "positive" means: the second in sorted order, which a user's labels may not make obvious.
-    print(f"evidence for class {clf.classes_[1].item()!r} (positive: for it; negative: for "
-          f"{clf.classes_[0].item()!r})", file=sys.stderr)
+    blank = int(table["evidence"].isna().sum())
+    if blank:  # removal from a one-instance bag leaves no bag to score
+        print(f"note: {blank} instance(s) have no evidence value (the only instance of their bag, under "
+              f"--method {args.method}); their rows are kept, blank.", file=sys.stderr)
+    # The file says what it holds: the units differ by method, and "positive" is one of the user's classes.
+    table = table.assign(method=args.method, evidence_for=str(positive))
+    print(f"evidence for class {positive!r} (positive: for it; negative: for {negative!r})", file=sys.stderr)
     return _write_table(table, out, f"the evidence of {len(table)} instances of {data.n_bags} bags")
 
 
@@ -503,7 +509,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_args(p)
     p.add_argument("--method", default="removal", choices=["removal", "share", "singleton"],
                    help="removal (default): how much the bag's positive-class probability drops without the "
-                   "instance; share: the instance's share of the logit; singleton: the logit of the instance alone")
+                   "instance; share: the instance's share of the logit measured from distance 0, not against "
+                   "typical bags (it can rank the key instances last: see the book's evidence section); "
+                   "singleton: the logit of the instance alone")
     p.add_argument("--top", type=_count(1), default=None, help="keep the TOP instances of most evidence per bag")
     p.add_argument("--coords-key", default=None, help="with --bags-dir of .h5 or .pt files: also write this "
                    "per-instance array of each file (CLAM's 'coords': the patch positions), as KEY_0, KEY_1, ...")
@@ -511,8 +519,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --coords-key: also draw each bag's patches where they lie, coloured by evidence "
                    "on one scale for all bags (the --top ones dotted), as DIR/<bag>.png")
     p.add_argument("--out", default=None,
-                   help="CSV: bag, instance, evidence, rank (1 = most evidence for the positive class; default: "
-                   "standard output)")
+                   help="CSV: bag, instance, evidence, rank (1 = most evidence for the positive class), method, "
+                   "evidence_for (the positive class) (default: standard output)")
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("datasets", help="list the benchmarks and where they are found")

@@ -199,7 +199,9 @@ def test_explain_writes_each_instances_evidence_and_finds_the_planted_instances(
     out = tmp_path / "evidence.csv"
     assert main(["explain", "--model", str(model), "--csv", str(csv), "--out", str(out)]) == 0
     ev = pd.read_csv(out)
-    assert list(ev.columns) == ["bag", "instance", "evidence", "rank"]
+    # The file says what it holds: the method (units differ) and which class "positive" is.
+    assert list(ev.columns) == ["bag", "instance", "evidence", "rank", "method", "evidence_for"]
+    assert set(ev.method) == {"removal"} and set(ev.evidence_for) == {"tumour"}
     assert len(ev) == sum(len(b) for b in bags)
     clf = load_model(model)
     first = ev[ev.bag == "s1"].sort_values("instance")
@@ -212,6 +214,14 @@ def test_explain_writes_each_instances_evidence_and_finds_the_planted_instances(
     assert main(["explain", "--model", str(model), "--csv", str(csv), "--top", "2", "--method", "share",
                  "--out", str(out)]) == 0
     assert pd.read_csv(out).groupby("bag").size().max() == 2
+    # A model fitted on a pandas string column (labels as Python str objects) names its class too;
+    # explain used to fail on them after computing every bag's evidence.
+    from minitorch_proto.estimator import PrototypeMILClassifier
+
+    objects = pd.Series(["benign", "tumour"]).to_numpy()[y.astype(int)]
+    PrototypeMILClassifier(n_prototypes=4, epochs=2, device="cpu").fit(bags, objects).save(model)
+    assert main(["explain", "--model", str(model), "--csv", str(csv), "--top", "1", "--out", str(out)]) == 0
+    assert "evidence for class 'tumour'" in capsys.readouterr().err and len(pd.read_csv(out)) == len(bags)
     bad = tmp_path / "bad.csv"
     with pytest.raises(SystemExit) as exc:  # a usage error of argparse's, naming the flag
         main(["explain", "--model", str(model), "--csv", str(csv), "--top", "0", "--out", str(bad)])
@@ -237,7 +247,8 @@ def test_explain_writes_the_patch_coordinates_of_h5_bags(tmp_path, capsys):
     assert main(["explain", "--model", str(model), "--bags-dir", str(folder), "--coords-key", "coords", "--top", "2",
                  "--out", str(out)]) == 0
     ev = pd.read_csv(out)
-    assert list(ev.columns) == ["bag", "instance", "evidence", "rank", "coords_0", "coords_1"] and len(ev) == 48
+    assert list(ev.columns) == ["bag", "instance", "evidence", "rank", "coords_0", "coords_1", "method",
+                                "evidence_for"] and len(ev) == 48
     for row in ev.itertuples():
         assert [row.coords_0, row.coords_1] == coords[row.bag][row.instance].tolist()
     assert main(["explain", "--model", str(model), "--bags-dir", str(folder), "--coords-key", "nope",

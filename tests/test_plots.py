@@ -250,3 +250,70 @@ def test_evidence_map_draws_each_patch_where_it_lies_in_its_colour(tmp_path):
         plots.plot_evidence_map(bad, evidence)
     with pytest.raises(ValueError, match="outline"):
         plots.plot_evidence_map(coords, evidence, outline=outline[:3])
+
+
+# ------------------------------------------------------------------ from the plots audit (2026-11-27)
+def test_one_model_readers_refuse_a_seed_ensemble_instead_of_reading_its_first_member(tmp_path):
+    from minitorch_proto.evaluation import explain
+
+    bags, y = make_concept_bags(n_bags=16, n_features=4, seed=2)
+    ens = PrototypeMILClassifier(n_prototypes=3, n_seeds=2, epochs=2, device="cpu").fit(bags, y)
+    # explain_bag read member 0 only: its shares summed to a logit the ensemble does not predict with.
+    for call in (lambda: explain.explain_bag(ens, bags[0]), lambda: explain.prototype_table(ens, bags, y),
+                 lambda: explain.nearest_instances(ens, bags), lambda: explain.project_prototypes(ens, bags, y),
+                 lambda: explain.closeness_coefficients(ens), lambda: explain.instance_distances(ens, bags),
+                 lambda: plots.plot_prototype_images(ens, (2, 2)), lambda: plots.plot_prototype_profiles(ens),
+                 lambda: plots.plot_bag_explanation(ens, bags[0])):
+        with pytest.raises(NotImplementedError, match="ensemble of 2: explain one member"):
+            call()
+    member = ens.member(1)  # each member on its own is explained as before
+    ex = explain.explain_bag(member, bags[0])
+    assert ex["share"].sum() + ex.attrs["bias"] == pytest.approx(float(member.decision_function([bags[0]])[0]))
+    _save(plots.plot_prototype_images(member, (2, 2)), tmp_path, "member")
+
+
+def test_toy_spaces_takes_either_order_of_its_pair_and_names_a_bad_one(tmp_path):
+    data = make_toy_bags(n_bags=12, instances_per_bag=3, random_state=0)
+    clf = PrototypeMILClassifier(n_prototypes=3, pooling=("min",), layer_norm=False, epochs=3,
+                                 device="cpu").fit(data.bags, data.y)
+    two = PrototypeMILClassifier(n_prototypes=2, pooling=("min",), layer_norm=False, epochs=3,
+                                 device="cpu").fit(data.bags, data.y)
+    fig = plots.plot_toy_spaces(two, data.bags, data.y, prototypes=(1, 0))  # a torch stride error before
+    _save(fig, tmp_path, "toy_reversed")
+    right = fig.axes[1]
+    assert "P2" in right.get_xlabel() and "P1" in right.get_ylabel()
+    for bad in ((0, 5), (1, 1), (0,)):
+        with pytest.raises(ValueError, match="two different indices in 0..2"):
+            plots.plot_toy_spaces(clf, data.bags, data.y, prototypes=bad)
+    # String labels: the positive class is the second in sorted order, as everywhere else.
+    names = np.array(["benign", "tumour"])[np.asarray(data.y, dtype=int)]
+    snaps = [np.zeros((2, 2)), np.ones((2, 2))]
+    _save(plots.plot_prototype_trajectories(snaps, data.bags, names), tmp_path, "traj_strings")
+
+
+def test_similarity_heads_are_not_coloured_by_a_sign_the_coefficients_cannot_give():
+    from minitorch_proto.plots._common import NEG_COLOUR, POS_COLOUR, UNKNOWN_COLOUR, _evidence_colour
+
+    assert _evidence_colour(pd.Series({"coef_min": -1.0, "coef_max": 0.4})) == POS_COLOUR
+    assert _evidence_colour(pd.Series({"coef_min": 1.0})) == NEG_COLOUR
+    # coef_min +1.4 with coef_similarity +4.7 was drawn red although closeness_coefficients said blue.
+    assert _evidence_colour(pd.Series({"coef_min": 1.432, "coef_similarity": 4.715})) == UNKNOWN_COLOUR
+
+
+def test_profiles_rank_by_every_class_coefficients_and_bad_requests_are_named(tmp_path):
+    from minitorch_proto.evaluation.explain import prototype_coefficients
+
+    bags, y = make_concept_bags(n_bags=18, n_features=4, seed=4)
+    y3 = np.arange(len(bags)) % 3
+    clf = PrototypeMILClassifier(n_prototypes=4, epochs=2, device="cpu").fit(bags, y3)
+    fig = plots.plot_prototype_profiles(clf, top=2)
+    weight = prototype_coefficients(clf).abs().sum(axis=1).to_numpy()
+    shown = [int(t.get_text()[1:].split()[0]) - 1 for t in fig.axes[0].get_yticklabels()]
+    assert shown == list(np.argsort(-weight, kind="stable")[:2])  # it showed P1, P2 for three classes
+    history = [{"epoch": e, "cross_entropy": 1.0 / e, "total": 1.0 / e} for e in (1, 2)]
+    with pytest.raises(ValueError, match="no term 'crossentropy'; it has cross_entropy, total"):
+        plots.plot_training_history(history, terms=["crossentropy"])
+    with pytest.raises(ValueError, match="draws one dataset; results hold musk1, fox"):
+        plots.plot_comparison(_fake_results())
+    one = plots.plot_evidence_map(np.array([[0, 0], [1, 0]]), [np.nan, 0.2], top=2)
+    assert len(one.axes[0].lines[0].get_xydata()) == 1  # a patch without a value gets no "top" dot

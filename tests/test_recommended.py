@@ -293,17 +293,6 @@ def test_the_similarity_block_is_checked_and_explained(data):
         assert "share_similarity" in ex.columns
 
 
-def test_a_similarity_coefficient_counts_as_closeness_in_the_evidence_colour():
-    import pandas as pd
-
-    from minitorch_proto.plots._common import NEG_COLOUR, POS_COLOUR, _evidence_colour
-
-    # Closer raises the logit through the similarity (+0.5) more than it lowers it through the distance (+0.1).
-    assert _evidence_colour(pd.Series({"coef_min": 0.1, "coef_similarity": 0.5})) == POS_COLOUR
-    assert _evidence_colour(pd.Series({"coef_min": 0.1, "coef_similarity": 0.05})) == NEG_COLOUR
-    assert _evidence_colour(pd.Series({"coef_min": -0.1, "coef_mean": 0.05})) == POS_COLOUR
-
-
 def _inner_scores(Z, y, Cs, scoring, seed, k=3):
     """Mean inner score per C, computed by hand on the folds the head uses."""
     from sklearn.linear_model import LogisticRegression

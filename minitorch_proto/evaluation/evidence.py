@@ -78,7 +78,8 @@ import numpy as np
 import pandas as pd
 
 from ..utils import progress_bar
-from .explain import _distances, _require_binary, _similarity, _standardised, ensemble_members, explain_bag
+from .explain import (_distances, _one_model, _require_binary, _similarity, _standardised, ensemble_members,
+                      explain_bag)
 from .metrics import binary_auc
 
 __all__ = [
@@ -113,12 +114,7 @@ SHAPLEY_RULE = (
 # --------------------------------------------------------------------------- helpers
 def _check_single_binary(clf: Any, what: str) -> None:
     _require_binary(clf, what)
-    models = getattr(clf, "models_", None)
-    if models is not None and len(models) > 1:
-        raise NotImplementedError(
-            f"{what} reads one model; this estimator is an ensemble of {len(models)}: "
-            "explain one member (clf.member(j)) at a time."
-        )
+    _one_model(clf, what)
 
 
 def _members(clf: Any) -> list[Any] | None:

@@ -90,6 +90,26 @@ def ensemble_members(clf: Any) -> list[Any]:
     return clf._ensemble() or [clf]  # the estimator's own split, the one its predict_proba averages over
 
 
+def _one_model(clf: Any, what: str = "This explanation") -> None:
+    """Refuse a seed ensemble where one model's prototypes, distances or coefficients are read.
+
+    ``clf.model_`` of an ensemble is its first member only: reading it would explain a model
+    the estimator does not predict with. Functions that average the members
+    (:func:`~minitorch_proto.evaluation.evidence.evidence_table`, ``instance_scores``) say so.
+
+    Raises
+    ------
+    NotImplementedError
+        For an estimator with more than one member.
+    """
+    models = getattr(clf, "models_", None)
+    if models is not None and len(models) > 1:
+        raise NotImplementedError(
+            f"{what} reads one model; this estimator is an ensemble of {len(models)}: "
+            "explain one member (clf.member(j), or ensemble_members(clf)) at a time."
+        )
+
+
 def _n_outputs(clf: Any) -> int:
     return int(clf.model_.weight.shape[0])
 
@@ -114,6 +134,7 @@ def _standardised(clf: Any, bags: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 
 def _prototypes64(clf: Any) -> np.ndarray:
+    _one_model(clf, "Reading the prototypes")
     return clf.model_.prototypes.detach().cpu().double().numpy().copy()
 
 
@@ -151,6 +172,7 @@ def prototype_coefficients(clf: Any) -> pd.DataFrame:
         are ``coef_<pooling>_<class label>``.
     """
     _check_fitted(clf)
+    _one_model(clf, "prototype_coefficients")
     config = clf.model_.config
     D = config.n_prototypes
     W = clf.model_.weight.detach().cpu().double().numpy()  # (O, F)
@@ -192,8 +214,6 @@ def closeness_coefficients(clf: Any, bags: Sequence[np.ndarray] | None = None) -
     if bags is None:
         raise ValueError("closeness_coefficients needs the training bags when the head has a similarity block "
                          "(its two blocks are compared in the head's standardised units).")
-    if len(getattr(clf, "models_", [clf.model_])) > 1:
-        raise ValueError("closeness_coefficients reads one model; pass clf.member(j).")
     D = clf.model_.config.n_prototypes
     sd = clf.transform(bags).std(axis=0)
     p = list(clf.model_.config.pooling).index("min")
@@ -215,6 +235,7 @@ def instance_distances(clf: Any, bags: Sequence[np.ndarray]) -> list[np.ndarray]
     list of ndarray
         One ``(n_instances_i, D)`` float64 array per bag.
     """
+    _one_model(clf, "instance_distances")
     std = _standardised(clf, bags)
     sizes = [len(b) for b in std]
     dist = _distances(clf, np.concatenate(std, axis=0))
@@ -241,6 +262,7 @@ def nearest_instances(clf: Any, bags: Sequence[np.ndarray], k: int = 5) -> dict[
         ``d -> [(bag_index, instance_index, distance), ...]`` sorted by increasing distance
         (ties broken by bag, then instance index).
     """
+    _one_model(clf, "nearest_instances")
     if int(k) < 1:
         raise ValueError(f"k must be >= 1, got {k}.")
     per_bag = instance_distances(clf, bags)
@@ -302,6 +324,7 @@ def prototype_table(
         ``nearest_bags_majority_class`` / ``nearest_bags_majority_share``.
     """
     _check_fitted(clf)
+    _one_model(clf, "prototype_table")
     table = prototype_coefficients(clf).reset_index()
     P = _prototypes64(clf)
     table["norm"] = np.linalg.norm(P, axis=1)
@@ -425,6 +448,7 @@ def project_prototypes(
         ``test_``. AUCs are NaN for more than two classes.
     """
     _check_fitted(clf)
+    _one_model(clf, "project_prototypes")
     if refit_head and y is None:
         raise ValueError("refit_head=True needs the training labels y.")
     std = _standardised(clf, bags)
@@ -493,6 +517,7 @@ def decision_terms(clf: Any, bag: np.ndarray) -> pd.DataFrame:
         For models with more than two classes.
     """
     _check_fitted(clf)
+    _one_model(clf, "decision_terms (and explain_bag)")
     _require_binary(clf, "decision_terms")
     config = clf.model_.config
     std = _standardised(clf, [bag])[0]

@@ -39,9 +39,10 @@ def _axes_list(axes, fig: Figure | None, n: int, ncols: int, panel: tuple[float,
 
 
 def _coef_frame(clf: Any) -> pd.DataFrame | None:
-    """Per-prototype coefficients for two-class models, else None."""
-    from ..evaluation.explain import prototype_coefficients
+    """Per-prototype coefficients for two-class models, else None (a seed ensemble is refused)."""
+    from ..evaluation.explain import _one_model, prototype_coefficients
 
+    _one_model(clf, "The prototype figures")
     if int(clf.model_.weight.shape[0]) != 1:
         return None
     return prototype_coefficients(clf)
@@ -51,15 +52,21 @@ def _coef_text(coefs: pd.Series) -> str:
     return ", ".join(f"{name[5:]} {value:+.2f}" for name, value in coefs.items())
 
 
-def _evidence_colour(coefs: pd.Series) -> str:
-    """Red when being CLOSE to the prototype raises the positive logit.
+#: Prototypes whose direction of evidence a figure cannot tell from the coefficients alone.
+UNKNOWN_COLOUR = "0.45"
 
-    That is when the distance coefficients sum below 0; a similarity coefficient counts with
-    the opposite sign (similarity grows as the distance shrinks).
+
+def _evidence_colour(coefs: pd.Series) -> str:
+    """Red when being CLOSE to the prototype raises the positive logit: the distance coefficients sum below 0.
+
+    Grey with a similarity block: a similarity and a distance coefficient are in different units
+    (a kernel value near 0 in most bags can carry a huge coefficient), so their signs are weighed
+    only over the training bags, by
+    :func:`~minitorch_proto.evaluation.explain.closeness_coefficients`.
     """
-    sim = sum(float(v) for k, v in coefs.items() if str(k).startswith("coef_similarity"))
-    dist = sum(float(v) for k, v in coefs.items() if not str(k).startswith("coef_similarity"))
-    return POS_COLOUR if dist - sim < 0 else NEG_COLOUR
+    if any(str(k).startswith("coef_similarity") for k in coefs.index):
+        return UNKNOWN_COLOUR
+    return POS_COLOUR if sum(float(v) for v in coefs.to_numpy()) < 0 else NEG_COLOUR
 
 
 def prototypes_in_input_space(clf: Any) -> tuple[np.ndarray, str]:
@@ -79,6 +86,9 @@ def prototypes_in_input_space(clf: Any) -> tuple[np.ndarray, str]:
     units : str
         ``"input"`` or ``"instance-standardised"``.
     """
+    from ..evaluation.explain import _one_model
+
+    _one_model(clf, "prototypes_in_input_space")
     return clf.standardizer_.to_input_units(clf.model_.prototypes.detach().cpu().numpy())
 
 
@@ -107,5 +117,4 @@ def _draw_bags_2d(ax: Axes, bags: Sequence[np.ndarray], y: np.ndarray, positive)
 def _positive_label(y: np.ndarray, clf: Any | None = None):
     if clf is not None and hasattr(clf, "classes_") and len(clf.classes_) == 2:
         return clf.classes_[1]
-    values = np.unique(y)
-    return values.max()
+    return np.unique(y)[-1]  # the second class in sorted order, as an estimator's classes_[1]

@@ -62,9 +62,12 @@ def plot_prototype_images(
 
     Notes
     -----
-    Title colour (two-class models): red when the coefficients of the prototype sum to a
-    negative number, i.e. being close to it raises the logit of the positive class (it looks
-    like the positive concept); blue otherwise.
+    Title colour (two-class models): red when the distance coefficients of the prototype sum
+    to a negative number, i.e. being close to it raises the logit of the positive class (it
+    looks like the positive concept); blue otherwise; grey for a head with a similarity block,
+    whose direction only :func:`~minitorch_proto.evaluation.explain.closeness_coefficients`
+    can weigh (it needs the training bags). One model: for a seed ensemble pass
+    ``clf.member(j)``.
     """
     P, units = prototypes_in_input_space(clf)
     if int(np.prod(image_shape)) != P.shape[1]:
@@ -117,18 +120,17 @@ def plot_prototype_profiles(
     -------
     Figure
     """
+    from ..evaluation.explain import prototype_coefficients
+
+    coefs = _coef_frame(clf)  # refuses a seed ensemble before its first member is drawn
     P = clf.model_.prototypes.detach().cpu().double().numpy()
     D, L = P.shape
     if feature_names is not None and len(feature_names) != L:
         raise ValueError(f"{len(feature_names)} feature names for {L} features.")
-    coefs = _coef_frame(clf)
     order = np.arange(D)
-    if coefs is not None:
-        order = np.argsort(-coefs.abs().sum(axis=1).to_numpy(), kind="stable")
-        if top is None:
-            order = np.arange(D)
-    if top is not None:
-        order = order[: int(top)]
+    if top is not None:  # every class's coefficients count: the total |coef| exists for any number of classes
+        weight = prototype_coefficients(clf).abs().sum(axis=1).to_numpy()
+        order = np.argsort(-weight, kind="stable")[: int(top)]
     fig, ax = _single_axes(ax, fig, (min(5 + 0.25 * L, 16), 1.6 + 0.4 * len(order)))
     rows = P[order]
     vmax = float(np.max(np.abs(rows))) or 1.0
@@ -223,6 +225,8 @@ def plot_toy_spaces(
             pair = tuple(int(i) for i in np.argsort(-coefs[col].abs().to_numpy(), kind="stable")[:2])
     else:
         pair = tuple(int(i) for i in prototypes)
+        if len(pair) != 2 or pair[0] == pair[1] or not all(0 <= i < D for i in pair):
+            raise ValueError(f"prototypes must be two different indices in 0..{D - 1}; got {prototypes!r}.")
     a, b = pair
     mins = np.stack([d.min(axis=0) for d in instance_distances(clf, raw)])
     colours = [POS_COLOUR if label == positive else NEG_COLOUR for label in y]
@@ -244,7 +248,7 @@ def plot_toy_spaces(
             gx, gy = np.meshgrid(xs, xs)
             phi = np.stack([gx.ravel(), gy.ravel()], axis=1)
             if (a, b) == (1, 0):
-                phi = phi[:, ::-1]
+                phi = np.ascontiguousarray(phi[:, ::-1])  # torch refuses numpy's negative strides
             with torch.no_grad():
                 z = normalize_features(torch.as_tensor(phi, dtype=torch.float64), config)
                 w = clf.model_.weight.detach().double()
@@ -426,7 +430,8 @@ def plot_evidence_map(
             raise ValueError(f"outline has {len(mask)} entries for {len(ev)} patches.")
         ax.add_collection(PolyCollection(corners[mask], facecolor="none", edgecolor="k", linewidth=0.8))
     if top:
-        best = np.argsort(np.where(np.isnan(ev), np.inf, -ev), kind="stable")[: int(top)]  # NaN last
+        best = np.argsort(np.where(np.isnan(ev), np.inf, -ev), kind="stable")[: int(top)]
+        best = best[np.isfinite(ev[best])]  # a patch without a value is not evidence
         ax.plot(xy[best, 0] + patch_size / 2, xy[best, 1] + patch_size / 2, "o", color="gold", mec="k", ms=5)
     ax.set_xlim(xy[:, 0].min(), xy[:, 0].max() + patch_size)
     ax.set_ylim(xy[:, 1].max() + patch_size, xy[:, 1].min())  # image coordinates: y grows downwards

@@ -45,6 +45,10 @@ def plot_training_history(
     x = frame["epoch"].to_numpy() if "epoch" in frame else np.arange(1, len(frame) + 1)
     if terms is None:
         terms = [t for t in (*LOSS_TERMS, "total") if t in frame]
+    unknown = [t for t in terms if t not in frame]
+    if unknown:
+        raise ValueError(f"history has no term {', '.join(map(repr, unknown))}; it has "
+                         f"{', '.join(c for c in frame.columns if c != 'epoch')}.")
     zero = [t for t in terms if np.all(frame[t].to_numpy() == 0)]
     drawn = [t for t in terms if t not in zero]
     if not drawn:
@@ -217,6 +221,10 @@ def plot_comparison(results: pd.DataFrame, *, fig: Figure | None = None) -> Figu
     from ..methods import display_name
     from ._common import _axes_list
 
+    for column in ("dataset", "evaluation"):  # one panel reads one data set's folds
+        if column in results and results[column].nunique() > 1:
+            raise ValueError(f"plot_comparison draws one {column}; results hold "
+                             f"{', '.join(map(str, results[column].unique()))}: pass one at a time.")
     summ = summarize(results)
     order = summ.sort_values("auc_mean", ascending=True, kind="stable")["method"].tolist()
     several = bool((summ["n_repeats"] > 1).all())
