@@ -278,12 +278,14 @@ def cmd_cv(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from .training.distributed import init_distributed
+    from .training.distributed import init_distributed, process_device
 
     # Under torchrun (WORLD_SIZE > 1) every process joins the group and trains on its share of each minibatch.
     out = check_output_path(args.out, "file")
     rank, world = init_distributed(args.device)
     try:
+        if world > 1:  # "auto" as the process group chose it: a GPU per process, else the CPU for all
+            args.device = process_device(args.device).type
         data, names = load_data(args)
         clf = estimator_from(args, data.name)
         with naming_bags(data.bag_ids):
@@ -293,9 +295,9 @@ def cmd_train(args) -> int:
                     clf.feature_names_in_ = np.asarray(names, dtype=object)
             else:
                 clf.fit(data.bags, data.y, feature_names=names)
-            accuracy = clf.score(data.bags, data.y)
         if rank != 0:
-            return 0  # every process holds the same model: one writes it
+            return 0  # every process holds the same model: one scores and writes it
+        accuracy = clf.score(data.bags, data.y)
         path = clf.save(out)
     finally:
         if world > 1:
@@ -547,6 +549,9 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = ["minitorch-proto", *(sys.argv[1:] if argv is None else map(str, argv))]  # for run.json
     try:
         refuse_overwriting_inputs(args)
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1 and args.command != "train":
+            # Each process would run the whole command: the work twice, standard output twice.
+            raise ValueError(f"{args.command} runs as one process; only train shares its work under torchrun.")
         return int(args.func(args) or 0)
     except DownloadError as exc:
         # Several lines on purpose: each mirror's error and where to put the file by hand.

@@ -483,7 +483,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         the bags once more, ``chunk_size`` instances or one bag at a time (each process its share).
         The result agrees with :meth:`fit` to rounding (the engines sum in different orders).
         """
-        from .training.distributed import StreamedInstances, train_streaming
+        from .training.distributed import StreamedInstances, agree_across_ranks, train_streaming
         with fresh_fit([self]):
 
             mconf, tconf = self.model_config(), self.train_config()
@@ -492,7 +492,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
                 bags = check_bags(bags)  # a lazy dataset checks its files itself, as it reads them
             y_enc, classes = check_labels(y, len(bags))
             check_head_for_classes(self.head_threshold, self.class_weight, classes)
-            seed = self.seed_ = seed_from(self.random_state)
+            # Under torchrun: rank 0's seed (random_state=None draws one per process), one collection.
+            seed = self.seed_ = agree_across_ranks(seed_from(self.random_state), bags, y_enc)
             fits, standardizer = [], None  # fitted by the first member's pass, shared by the others
             for j in range(k):  # member j is seeded seed + j, as fit seeds it
                 fit = train_streaming(

@@ -235,3 +235,33 @@ def test_an_error_in_a_later_group_of_a_folder_names_its_own_bag(tmp_path, capsy
     model = clf.save(tmp_path / "m.safetensors")
     assert main(["predict", "--model", str(model), "--bags-dir", str(tmp_path / "bags")]) == 2
     assert "bag '7' has values too large" in capsys.readouterr().err
+
+
+def test_a_bag_id_too_long_for_a_file_name_is_named(tmp_path):
+    from minitorch_proto.data.bag_files import BagFileError
+
+    bags, y = make_concept_bags(n_bags=4, n_features=3)
+    ids = ["a", "b", "c", "x" * 260]
+    with pytest.raises(BagFileError, match="bag_ids: bag id 'xxxx.*is 260 bytes long"):
+        write_bag_folder(tmp_path / "w", bags, y, ids)
+    folder = tmp_path / "r"
+    folder.mkdir()
+    pd.DataFrame({"bag": ids, "label": y}).to_csv(folder / "labels.csv", index=False)
+    with pytest.raises(BagFileError, match="labels.csv: bag id 'xxxx.*file names stop at 255 bytes"):
+        DiskBagDataset(folder, folder / "labels.csv")  # a bare "File name too long" OSError, exit 1, before
+
+
+def test_a_legacy_format_pt_bag_is_read_once_for_all_its_chunks(tmp_path, monkeypatch):
+    bags, y = make_concept_bags(n_bags=4, n_features=3, min_size=9, max_size=9)
+    folder = tmp_path / "bags"
+    folder.mkdir()
+    for i, b in enumerate(bags):  # torch's pre-1.6 format, which cannot be memory-mapped
+        torch.save(torch.as_tensor(b), folder / f"{i}.pt", _use_new_zipfile_serialization=False)
+    pd.DataFrame({"bag": range(4), "label": y}).to_csv(folder / "labels.csv", index=False)
+    data = DiskBagDataset(folder, folder / "labels.csv")
+    loads = []
+    real = torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **k: loads.append(k.get("mmap", False)) or real(*a, **k))
+    chunks = [data.rows(2, s, s + 2) for s in range(0, 9, 2)]
+    np.testing.assert_allclose(np.concatenate(chunks), bags[2])
+    assert loads.count(False) == 1  # five whole reads of the file before, one per chunk

@@ -288,3 +288,82 @@ def test_bf16_autocast_in_the_tensor_engine(one_torch_thread):
     assert 0 < diff < 0.1
     with pytest.raises(ValueError, match="tensor engine"):
         train_batched(bags, y, [np.arange(len(bags))], autocast="bf16", backend="compiled", **kw)
+
+
+# ------------------------------------------------------------- from the large-data audit (2026-11-27)
+def _rank_disagree(rank: int, world: int, port: int, out_dir: str) -> None:
+    import torch.distributed as dist
+
+    from minitorch_proto.estimator import PrototypeMILClassifier
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        bags, y = _problem()
+        # random_state=None draws a seed per process: rank 0's is taken, so both hold one model.
+        fresh = PrototypeMILClassifier(n_prototypes=3, epochs=2, batch_size=4, random_state=None,
+                                       device="cpu").fit_streaming(bags, y, dtype=torch.float64)
+        # Each process passing its own shard (the DistributedSampler habit) is refused on every process.
+        try:
+            PrototypeMILClassifier(n_prototypes=3, epochs=1, batch_size=4, device="cpu").fit_streaming(
+                bags[: 9 - rank], y[: 9 - rank])
+            refused = ""
+        except ValueError as exc:
+            refused = str(exc)
+        torch.save({"prototypes": fresh.model_.prototypes.detach(), "seed": fresh.seed_, "refused": refused},
+                   os.path.join(out_dir, f"rank{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_processes_take_rank_0s_seed_and_refuse_different_collections(tmp_path, one_torch_thread):
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+    mp.start_processes(_rank_disagree, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True,
+                       start_method="fork")
+    ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(2)]
+    assert ranks[0]["seed"] == ranks[1]["seed"]  # they drew 3.47 apart with a seed each
+    torch.testing.assert_close(ranks[0]["prototypes"], ranks[1]["prototypes"], rtol=0, atol=0)
+    for r in ranks:
+        assert "process 1 holds 8 bags" in r["refused"] and "whole collection" in r["refused"]
+
+
+def test_auto_under_torchrun_takes_a_gpu_per_process_or_the_cpu_for_all(monkeypatch):
+    from minitorch_proto.training.distributed import process_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    # One GPU, two processes: the second found no device ("invalid device ordinal") with auto.
+    assert process_device("auto") == torch.device("cpu")
+    with pytest.raises(ValueError, match="needs 2 GPUs; it has 1"):
+        process_device("cuda")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert process_device("auto") == torch.device("cuda", 1)
+    assert process_device("cpu") == torch.device("cpu")
+
+
+def test_other_commands_refuse_to_run_once_per_process(tmp_path, capsys, monkeypatch):
+    from minitorch_proto.cli import main
+
+    monkeypatch.setenv("WORLD_SIZE", "2")  # as torchrun sets it: predict printed its CSV twice
+    assert main(["predict", "--model", str(tmp_path / "m.safetensors"), "--csv", str(tmp_path / "x.csv")]) == 2
+    assert "predict runs as one process; only train shares its work under torchrun" in capsys.readouterr().err
+
+
+def test_the_streaming_engine_keeps_a_bag_folder_lazy(tmp_path, monkeypatch):
+    from minitorch_proto.data.disk import DiskBagDataset, write_bag_folder
+    from minitorch_proto.training import distributed, engines
+
+    bags, y = _problem()
+    labels = write_bag_folder(tmp_path / "bags", bags, y, fmt="npy")
+    data = DiskBagDataset(tmp_path / "bags", labels)
+    seen = []
+    real = distributed.train_streaming
+    monkeypatch.setattr(distributed, "train_streaming", lambda b, *a, **k: seen.append(b) or real(b, *a, **k))
+    problem = engines.Problem(data, np.asarray(y), (np.arange(10),), (0,), CONFIGS["paper"], TRAIN, device="cpu")
+    fitted = engines.fit(problem, "streaming")
+    assert hasattr(seen[0], "rows") and len(seen[0]) == 10  # it read all 16 bags into a list first
+    in_memory = engines.fit(engines.Problem(list(bags), np.asarray(y), (np.arange(10),), (0,), CONFIGS["paper"],
+                                            TRAIN, device="cpu"), "streaming")
+    torch.testing.assert_close(fitted.models[0].prototypes, in_memory.models[0].prototypes)

@@ -13,10 +13,10 @@ from minitorch_proto.evaluation.explain import (
     explain_bag,
     instance_distances,
     nearest_instances,
-    project_prototypes,
     prototype_coefficients,
     prototype_table,
 )
+from minitorch_proto.evaluation.projection import project_prototypes
 from tests.conftest import make_concept_bags
 
 CONFIGS = {

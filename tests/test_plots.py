@@ -254,13 +254,14 @@ def test_evidence_map_draws_each_patch_where_it_lies_in_its_colour(tmp_path):
 
 # ------------------------------------------------------------------ from the plots audit (2026-11-27)
 def test_one_model_readers_refuse_a_seed_ensemble_instead_of_reading_its_first_member(tmp_path):
+    from minitorch_proto import evaluation
     from minitorch_proto.evaluation import explain
 
     bags, y = make_concept_bags(n_bags=16, n_features=4, seed=2)
     ens = PrototypeMILClassifier(n_prototypes=3, n_seeds=2, epochs=2, device="cpu").fit(bags, y)
     # explain_bag read member 0 only: its shares summed to a logit the ensemble does not predict with.
     for call in (lambda: explain.explain_bag(ens, bags[0]), lambda: explain.prototype_table(ens, bags, y),
-                 lambda: explain.nearest_instances(ens, bags), lambda: explain.project_prototypes(ens, bags, y),
+                 lambda: explain.nearest_instances(ens, bags), lambda: evaluation.project_prototypes(ens, bags, y),
                  lambda: explain.closeness_coefficients(ens), lambda: explain.instance_distances(ens, bags),
                  lambda: plots.plot_prototype_images(ens, (2, 2)), lambda: plots.plot_prototype_profiles(ens),
                  lambda: plots.plot_bag_explanation(ens, bags[0])):

@@ -54,7 +54,15 @@ def check_bag_id(bag_id: str, where: str) -> str:
     if text in ("", ".", "..") or any(c in text for c in seps) or "\x00" in text:
         raise BagFileError(f"{where}: bag id {text!r} is refused: bag ids are file names, not paths "
                            "(no '/', '\\', '..', NUL or empty ids).")
+    # The file is <id>.npy/.pt/.h5 (and, written, a hidden temporary beside it): most file systems stop at 255 bytes.
+    if len(os.fsencode(text)) > MAX_BAG_ID_BYTES:
+        raise BagFileError(f"{where}: bag id {text[:40]!r}... is {len(os.fsencode(text))} bytes long; a bag id names "
+                           f"its file, and file names stop at 255 bytes: keep ids under {MAX_BAG_ID_BYTES + 1}.")
     return text
+
+
+#: Longest bag id: its file name, with a suffix and a writer's temporary prefix, must stay under 255 bytes.
+MAX_BAG_ID_BYTES = 200
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,11 @@ class BagFile:
     n_features: int
 
 
+#: The last legacy-format .pt file read whole, by (path, mtime, size): its chunks are read one after another,
+#: and reading the file again for every chunk made one pass over a bag cost (size / chunk_size) whole reads.
+_LEGACY_PT: dict = {}
+
+
 def _torch_load(path: Path):
     import torch
 
@@ -74,8 +87,13 @@ def _torch_load(path: Path):
         return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except pickle.UnpicklingError:
         raise
-    except RuntimeError:
-        return torch.load(path, map_location="cpu", weights_only=True)
+    except RuntimeError:  # torch's legacy (non-zip) format cannot be mapped: read whole, kept for the next chunk
+        st = path.stat()
+        key = (str(path), st.st_mtime_ns, st.st_size)
+        if key not in _LEGACY_PT:
+            _LEGACY_PT.clear()
+            _LEGACY_PT[key] = torch.load(path, map_location="cpu", weights_only=True)
+        return _LEGACY_PT[key]
 
 
 def _load_pt(path: Path, key: str):

@@ -8,6 +8,8 @@ estimator, the cross-validation runner and the CLI accept like a list of arrays,
 without holding the collection in memory: ``.npy`` files are memory-mapped,
 ``.pt`` files are loaded with ``mmap=True`` and ``.h5`` datasets are sliced, so a
 bag (or a range of its rows, :meth:`DiskBagDataset.rows`) is read only when asked for.
+(A ``.pt`` file in torch's legacy, non-zip format cannot be mapped: it is read whole, and
+kept while its chunks are read, so memory follows that bag's size, not ``chunk_size``.)
 
 The folder and its labels file are often someone else's, so they are read as
 untrusted input: a bag id is a file name, never a path (no separators, no ``..``,

@@ -10,7 +10,8 @@ module              what it holds
 ``ablations``       one change at a time to the paper's model, paired per-fold deltas
 ``ladder``          from the paper's model to the tuned ensemble, one ingredient a rung
 ``report``          tables shaped like the paper's Table 2, average ranks, atomic writes
-``explain``         prototype tables, nearest instances, projection, per-instance shares
+``explain``         prototype tables, nearest instances, per-instance shares
+``projection``      prototypes replaced by their nearest training instances, and the cost
 ``evidence``        instance evidence against a reference, by removal, and its localisation AUC
 ``mil_unit_tests``  the algorithmic unit tests of Raff & Holt (2023) on any estimator
 ==================  ====================================================================
@@ -21,7 +22,8 @@ import stratified_folds, table2`` is the one import path a user (or a notebook) 
 from __future__ import annotations
 
 # Each module's __all__ is the one list of its public names; the package re-exports them.
-from . import ablations, baseline_cv, cv, evidence, explain, ladder, metrics, mil_unit_tests, report, tuning
+from . import (ablations, baseline_cv, cv, evidence, explain, ladder, metrics, mil_unit_tests, projection, report,
+               tuning)
 from .ablations import *  # noqa: F403
 from .baseline_cv import *  # noqa: F403
 from .cv import *  # noqa: F403
@@ -30,6 +32,7 @@ from .explain import *  # noqa: F403
 from .ladder import *  # noqa: F403
 from .metrics import *  # noqa: F403
 from .mil_unit_tests import *  # noqa: F403
+from .projection import *  # noqa: F403
 from .report import *  # noqa: F403
 from .tuning import *  # noqa: F403
 
@@ -42,6 +45,7 @@ __all__ = [
     *ladder.__all__,
     *report.__all__,
     *explain.__all__,
+    *projection.__all__,
     *evidence.__all__,
     *mil_unit_tests.__all__,
 ]

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -67,6 +68,8 @@ __all__ = [
     "fit_standardizer_streaming",
     "StreamedInstances",
     "init_distributed",
+    "process_device",
+    "agree_across_ranks",
     "AUTOCAST_DTYPES",
 ]
 
@@ -303,18 +306,75 @@ def _rank_world(group=None) -> tuple[int, int]:
     return 0, 1
 
 
+def agree_across_ranks(seed: int, bags, y, group=None) -> int:
+    """Rank 0's seed, after checking that every process holds the same collection; ``seed`` alone otherwise.
+
+    Nothing is broadcast during training: every process draws the start, the k-means++ sample and
+    the epoch schedule from one seed over one collection and reads its share of each minibatch. So
+    a seed drawn per process (``random_state=None``) is replaced by rank 0's, and a process holding
+    other bags (e.g. its own shard, the DistributedSampler habit) stops every process with one
+    error instead of training on a part of the data.
+
+    Raises
+    ------
+    ValueError
+        If the processes' bag counts, feature counts, bag sizes or labels differ.
+    """
+    rank, world = _rank_world(group)
+    if world == 1:
+        return int(seed)
+    sizes = np.asarray(_bag_sizes(bags), dtype=np.int64)
+    n_features = int(getattr(bags, "n_features", 0) or np.atleast_2d(np.asarray(bags[0])).shape[1])
+    mine = (int(seed), len(sizes), n_features, zlib.crc32(sizes.tobytes()),
+            zlib.crc32(np.asarray(y, dtype=np.int64).tobytes()))
+    every: list = [None] * world
+    dist.all_gather_object(every, mine, group=group)
+    first = every[0]
+    for r, theirs in enumerate(every):
+        if theirs[1:] != first[1:]:
+            other = " (with other bag sizes or labels)" if theirs[1:3] == first[1:3] else ""
+            raise ValueError(f"process {r} holds {theirs[1]} bags of {theirs[2]} features and process 0 {first[1]} "
+                             f"of {first[2]}{other}: under torchrun every process passes the whole collection, in "
+                             "one order, and takes its share of each minibatch itself.")
+    return int(first[0])
+
+
+def process_device(device: str | torch.device = "auto") -> torch.device:
+    """The device of this torchrun process: its own GPU (``LOCAL_RANK``) or the CPU.
+
+    ``"auto"`` takes the GPUs only when there is one for every process on the machine
+    (``LOCAL_WORLD_SIZE``), else every process trains on the CPU: all must agree on one backend,
+    and with more processes than GPUs the extra ones would find no device of their own.
+
+    Raises
+    ------
+    ValueError
+        If ``"cuda"`` is asked for and the machine has fewer GPUs than processes.
+    """
+    local_rank, local_world = int(os.environ.get("LOCAL_RANK", "0")), int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    dev = torch.device(device) if device != "auto" else torch.device("cuda" if gpus >= local_world else "cpu")
+    if dev.type != "cuda":
+        return dev
+    if gpus < local_world:
+        raise ValueError(f"--device cuda with {local_world} processes on this machine needs {local_world} GPUs; it has "
+                         f"{gpus}: start as many processes as GPUs (--nproc_per_node {gpus}) or use --device cpu.")
+    return torch.device("cuda", local_rank)
+
+
 def init_distributed(device: str | torch.device = "cpu") -> tuple[int, int]:
     """Join the process group torchrun describes in the environment; return (rank, world size).
 
     Without ``WORLD_SIZE`` in the environment (a plain single-process run) nothing is
-    initialised and (0, 1) is returned. The backend is gloo on the CPU, NCCL on CUDA.
+    initialised and (0, 1) is returned. The backend is gloo on the CPU, NCCL on CUDA, the
+    device :func:`process_device`'s.
     """
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return 0, 1
     if not dist.is_initialized():
-        dev = torch.device(device) if device != "auto" else resolve_device("auto")
+        dev = process_device(device)
         if dev.type == "cuda":
-            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+            torch.cuda.set_device(dev)
         dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
     return dist.get_rank(), dist.get_world_size()
 
@@ -410,6 +470,7 @@ def train_streaming(
     n_classes = int(n_classes or (y.max() + 1))
     dev = resolve_device(device)
     rank, world = _rank_world(group)
+    seed = agree_across_ranks(seed, bags, y, group)
     chunk_size = int(chunk_size)
     t_start = time.perf_counter()
 

@@ -161,7 +161,9 @@ def _streaming(p: Problem) -> Fitted:
 
     models, stds, histories = [], [], []
     for m, (train, seed) in enumerate(zip(p.train_sets, p.seeds)):
-        bags = [p.bags[i] for i in train]
+        # A lazy collection stays lazy (its subset reads nothing); a list is indexed.
+        bags = p.bags.subset(train) if hasattr(p.bags, "subset") and hasattr(p.bags, "rows") else [
+            p.bags[i] for i in train]
         out = train_streaming(bags, np.asarray(p.y)[np.asarray(train)], p.model_config, p.train_config_of(m),
                               seed=int(seed), n_classes=p.classes(), standardization=p.standardization,
                               dtype=p.dtype, device=p.device)
