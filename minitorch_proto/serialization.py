@@ -54,7 +54,6 @@ __all__ = [
     "ModelFile",
     "ModelFileError",
     "check_input_file",
-    "check_model_content",
     "check_output_path",
     "load_model_file",
     "save_model_file",
@@ -225,17 +224,19 @@ def _damaged(path: Path, why: str) -> ModelFileError:
     return ModelFileError(f"{path} is damaged or not a minitorch_proto model file ({why}).")
 
 
-def _read_header(path: Path, data: bytes) -> dict:
-    if len(data) < 8:
-        raise _damaged(path, f"only {len(data)} bytes")
+def _read_header(path: Path, data: bytes, size: int) -> dict:
+    """The model header from ``data`` (the file's first bytes: the length and the JSON header) of a ``size``-byte file."""
+    if size < 8:
+        raise _damaged(path, f"only {size} bytes")
     (n,) = struct.unpack("<Q", data[:8])
-    if n > min(len(data) - 8, _MAX_HEADER_BYTES):
+    if n > min(size - 8, _MAX_HEADER_BYTES):
         raise _damaged(path, "bad safetensors header length")
     try:
         outer = json.loads(data[8 : 8 + n].decode("utf-8"))
         meta = outer.get("__metadata__") or {}
         text = meta.get(_METADATA_KEY)
-    except (UnicodeDecodeError, ValueError, AttributeError) as exc:
+    except (UnicodeDecodeError, ValueError, AttributeError, RecursionError) as exc:
+        # RecursionError: JSON nested thousands deep, which json gives up on instead of raising ValueError.
         raise _damaged(path, f"unreadable safetensors header: {type(exc).__name__}") from None
     if text is None:
         raise ModelFileError(
@@ -243,7 +244,7 @@ def _read_header(path: Path, data: bytes) -> dict:
         )
     try:
         header = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise _damaged(path, "unreadable model header") from None
     if not isinstance(header, dict):
         raise ModelFileError(f"{path} is not a minitorch_proto model file (its header is a "
@@ -312,22 +313,30 @@ def load_model_file(path: str | os.PathLike) -> ModelFile:
         p = check_input_file(path, "model file")
     except ValueError as exc:
         raise ModelFileError(str(exc)) from None
-    data = p.read_bytes()
     # safetensors starts with its JSON header's length, then "{"; torch.save writes a zip
     # archive (PK..) or, with the old serialisation, a raw pickle (0x80). The safetensors
-    # test comes first: its length's low byte may itself be 0x80.
-    looks_safetensors = len(data) > 8 and data[8:9] == b"{" and struct.unpack("<Q", data[:8])[0] <= len(data) - 8
-    if not looks_safetensors and (data[:4] == b"PK\x03\x04" or data[:1] == b"\x80"):
+    # test comes first: its length's low byte may itself be 0x80. Only the header is read
+    # before it is checked: a slide or a feature file passed as --model by mistake is not
+    # read whole to be refused.
+    size = p.stat().st_size
+    with open(p, "rb") as fh:
+        head = fh.read(9)
+        n = struct.unpack("<Q", head[:8])[0] if len(head) >= 8 else 0
+        looks_safetensors = len(head) > 8 and head[8:9] == b"{" and n <= size - 8
+        if looks_safetensors and n <= _MAX_HEADER_BYTES:
+            head += fh.read(n - 1)
+    if not looks_safetensors and (head[:4] == b"PK\x03\x04" or head[:1] == b"\x80"):
         return _load_legacy(p)
-    header = _read_header(p, data)
+    header = _read_header(p, head, size)
     version = header.get("version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
+    if type(version) is not int or not 1 <= version <= FORMAT_VERSION:  # bool is an int to isinstance
         raise ModelFileError(
-            f"{p} has model-file version {version!r}; this minitorch_proto reads versions up to "
-            f"{FORMAT_VERSION}: upgrade the package."
+            f"{p} has model-file version {version!r}; this minitorch_proto reads versions 1 to "
+            f"{FORMAT_VERSION}{': upgrade the package' if type(version) is int and version > 1 else ''}."
         )
     import safetensors.torch
 
+    data = p.read_bytes()
     try:
         tensors = safetensors.torch.load(data)
     except Exception as exc:  # noqa: BLE001 - safetensors raises its own error types
@@ -363,10 +372,11 @@ def _load_legacy(path: Path) -> ModelFile:
     except Exception as exc:  # noqa: BLE001 - UnpicklingError, RuntimeError, zip errors...
         # torch's own message is many lines and offers weights_only=False, which must never be used here.
         unsafe = re.search(r"GLOBAL ([\w.]+)", str(exc))
-        why = f"it refers to {unsafe.group(1)}" if unsafe else f"{type(exc).__name__}"
+        if unsafe is None:  # a zip that is not torch's (an .npz), or a file cut short: not a safety matter
+            raise _damaged(path, f"not a readable torch file: {type(exc).__name__}") from None
         raise ModelFileError(
-            f"{path} is a torch pickle file that cannot be loaded safely ({why}); it was refused without "
-            "running anything in it: train the model again to get a safe file."
+            f"{path} is a torch pickle file that cannot be loaded safely (it refers to {unsafe.group(1)}); it was "
+            "refused without running anything in it: train the model again to get a safe file."
         ) from None
     if not isinstance(payload, dict) or payload.get("format") != _LEGACY_FORMAT:
         raise ModelFileError(f"{path} is a torch file but not a minitorch_proto model file.")
@@ -487,7 +497,8 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    # The name's first 40 characters: a long but legal target name would give a too long temporary one.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:40]}.", suffix=".part")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
@@ -526,7 +537,7 @@ def staged_directory(out: str | os.PathLike) -> Iterator[Path]:
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".part"))
+    stage = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name[:40]}.", suffix=".part"))
     try:
         yield stage
         mode = _new_file_mode()
@@ -558,61 +569,3 @@ def staged_directory(out: str | os.PathLike) -> Iterator[Path]:
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
-
-
-def check_model_content(path, h: dict, tensors: dict) -> None:
-    """The content of a prototype-model file makes sense: a one-line ModelFileError otherwise.
-
-    The digest only shows the file is as its writer left it; this checks what a writer
-    could still get wrong or make up (header types, two or more distinct classes, finite
-    tensors, standardiser shapes, the number of members, prototype sources).
-    """
-    import torch
-
-    def bad(why: str) -> ModelFileError:
-        return ModelFileError(f"{path} holds an invalid model: {why}.")
-
-    kinds = {"params": dict, "classes": list, "n_features_in": int, "standardizer": dict}
-    for key, kind in kinds.items():
-        if not isinstance(h.get(key), kind) or isinstance(h.get(key), bool):
-            raise bad(f"header field {key!r} must be a {kind.__name__}, got {type(h.get(key)).__name__}")
-    classes = h["classes"]
-    if len(classes) < 2 or len({json.dumps(c, sort_keys=True) for c in classes}) != len(classes):
-        raise bad(f"classes must be two or more distinct labels, got {classes!r}")
-    n_members = h.get("n_members", 1)
-    if not isinstance(n_members, int) or isinstance(n_members, bool) or n_members < 1:
-        raise bad(f"n_members must be a positive integer, got {n_members!r}")
-    if h["n_features_in"] < 1:
-        raise bad(f"n_features_in must be positive, got {h['n_features_in']}")
-    names = h.get("feature_names_in")
-    if names is not None and (not isinstance(names, list) or len(names) != h["n_features_in"]
-                              or not all(isinstance(n, str) for n in names)):
-        raise bad(f"feature_names_in must be {h['n_features_in']} names")
-    for key, ok in (("head_C", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0),
-                    ("head_features", lambda v: v in ("all", "similarity")),
-                    ("histories", lambda v: isinstance(v, list))):
-        if key in h and (not isinstance(h[key], list) or len(h[key]) != n_members or not all(map(ok, h[key]))):
-            raise bad(f"{key} must hold one valid entry per member, got {h[key]!r}"[:200])
-    if "seed" in h and (not isinstance(h["seed"], int) or isinstance(h["seed"], bool) or h["seed"] < 0):
-        raise bad(f"seed must be an int >= 0, got {h['seed']!r}")
-    mode = h["standardizer"].get("mode")
-    if mode not in ("feature", "instance", "none"):
-        raise bad(f"standardizer mode must be 'feature', 'instance' or 'none', got {mode!r}")
-    if mode == "feature" and not {"standardizer/mean", "standardizer/scale"} <= set(tensors):
-        raise bad("a 'feature' standardizer needs its mean and scale tensors")
-    for name, t in tensors.items():
-        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
-            raise bad(f"tensor {name!r} holds NaN or infinite values")
-    for key in ("mean", "scale"):
-        t = tensors.get(f"standardizer/{key}")
-        if t is not None and tuple(t.shape) != (h["n_features_in"],):
-            raise bad(f"standardizer {key} has shape {tuple(t.shape)}, not ({h['n_features_in']},)")
-    scale = tensors.get("standardizer/scale")
-    if scale is not None and not bool((scale > 0).all()):
-        raise bad("standardizer scale must be positive")
-    members = {k.split("/")[0] for k in tensors if k.startswith("member")}
-    if len(members) != n_members - 1:
-        raise bad(f"the header says {n_members} member(s) but the file holds {len(members) + 1}")
-    src = tensors.get("prototype_sources")
-    if src is not None and (src.ndim != 3 or src.shape[0] != n_members or src.shape[2] != 2 or bool((src < 0).any())):
-        raise bad(f"prototype_sources has shape {tuple(src.shape)} or negative entries")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -144,7 +145,9 @@ def test_a_header_that_is_not_an_object_is_a_one_line_error(saved, capsys):
 
 
 @pytest.mark.parametrize("case", ["nan prototypes", "repeated classes", "one class", "wrong shape", "members",
-                                  "feature names", "no standardiser", "prototype shape", "head choices", "seed"])
+                                  "feature names", "no standardiser", "prototype shape", "head choices", "seed",
+                                  "truncating dtype", "nested classes", "monotone weights", "stray statistics",
+                                  "sources width", "huge header sizes"])
 def test_model_files_are_validated_for_content(saved, case, capsys):
     path, bags = saved
 
@@ -163,9 +166,22 @@ def test_model_files_are_validated_for_content(saved, case, capsys):
         # These loaded before and failed later (predict) or never (a wrong number of feature names).
         "feature names": (None, lambda h: {**h, "feature_names_in": ["a", "b"]}, "feature_names_in"),
         "no standardiser": (lambda t: t.pop("standardizer/scale"), None, "mean and scale"),
-        "prototype shape": (lambda t: t.update({"model/prototypes": torch.zeros(5, 3)}), None, "size mismatch"),
+        "prototype shape": (lambda t: t.update({"model/prototypes": torch.zeros(5, 3)}), None,
+                            r"prototypes tensor has shape \(5, 3\), and its header says"),
         "head choices": (None, lambda h: {**h, "head_C": [1.0, 2.0]}, "head_C"),
         "seed": (None, lambda h: {**h, "seed": -4}, "seed"),
+        # From the model-files audit: each of these loaded silently (or allocated from the header's sizes).
+        "truncating dtype": (None, lambda h: {**h, "classes": ["neg1", "neg2"], "classes_dtype": "<U3"}, "distinct"),
+        "nested classes": (None, lambda h: {**h, "classes": [[0], [1]]}, "plain labels"),
+        "monotone weights": (lambda t: t.update({"model/weight": t["model/weight"].abs() + 1}),
+                             lambda h: {**h, "params": {**h["params"], "monotone": True}}, "positive weights"),
+        "stray statistics": (None, lambda h: {**h, "standardizer": {"mode": "none"}}, "has no mean or scale"),
+        "sources width": (lambda t: t.update({"prototype_sources": torch.zeros(1, 2, 2, dtype=torch.int64)}), None,
+                          r"prototype_sources has shape \(1, 2, 2\) \(not \(1, 3, 2\)\)"),
+        "huge header sizes": (lambda t: [t.pop("standardizer/mean"), t.pop("standardizer/scale")],
+                              lambda h: {**h, "n_features_in": 30_000, "standardizer": {"mode": "none"},
+                                         "params": {**h["params"], "n_prototypes": 3_000}},
+                              r"prototypes tensor has shape \(3, 3\), and its header says \(3000, 30000\)"),
     }
     edit_tensors, edit_header, words = edits[case]
     _rewrite(path, edit_tensors, edit_header)
@@ -174,6 +190,62 @@ def test_model_files_are_validated_for_content(saved, case, capsys):
     assert "\n" not in str(exc.value)
     code, _, err = _run(capsys, "predict", "--model", path, "--csv", _csv(path.parent / "p.csv", ["a", "b"], [0, 1]))
     assert code == 2 and len(err.splitlines()) == 1
+
+
+def _with_raw_header(path, edit) -> None:
+    """Rewrite the model header's JSON text in place (same length), leaving the recorded digest as it was."""
+    data = path.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    outer = json.loads(data[8:8 + n])
+    outer["__metadata__"]["minitorch_proto"] = edit(outer["__metadata__"]["minitorch_proto"])
+    text = json.dumps(outer, separators=(",", ":")).encode()
+    assert len(text) <= n
+    path.write_bytes(data[:8] + text.ljust(n) + data[8 + n:])
+
+
+@pytest.mark.parametrize("version", ["true", "0", "-5"])
+def test_a_model_file_version_must_be_a_known_number(saved, version):
+    path, _ = saved
+    _with_raw_header(path, lambda text: re.sub(r'"version":\s*\d+', f'"version": {version}', text))
+    with pytest.raises(ModelFileError, match=f"version {'True' if version == 'true' else version}; this "
+                       "minitorch_proto reads versions 1 to"):
+        load_model(path)
+
+
+def test_model_files_that_are_not_ours_are_named_without_reading_them_whole(saved, tmp_path, monkeypatch):
+    path, _ = saved
+    deep = tmp_path / "deep.safetensors"  # JSON nested deeper than json's recursion limit
+    text = json.dumps({"__metadata__": {"minitorch_proto": "[" * 100_000 + "]" * 100_000}}).encode()
+    deep.write_bytes(len(text).to_bytes(8, "little") + text)
+    with pytest.raises(ModelFileError, match="damaged or not a minitorch_proto model file"):
+        load_model(deep)  # a RecursionError traceback before
+    npz = tmp_path / "arrays.npz"
+    np.savez(npz, a=np.zeros(3))
+    with pytest.raises(ModelFileError, match=r"damaged or not a minitorch_proto model file \(not a readable torch"):
+        load_model(npz)  # was called "a torch pickle file that cannot be loaded safely"
+    zeros = tmp_path / "slide.bin"
+    zeros.write_bytes(bytes(1 << 20))
+
+    def whole(self):
+        raise AssertionError(f"{self} read whole")
+
+    monkeypatch.setattr(Path, "read_bytes", whole)
+    with pytest.raises(ModelFileError, match="damaged or not a minitorch_proto model file"):
+        load_model(zeros)
+
+
+def test_saving_refuses_settings_changed_after_fit_and_takes_a_long_name(tmp_path):
+    bags, y = make_concept_bags(n_bags=12, n_features=3)
+    clf = PrototypeMILClassifier(epochs=1, n_prototypes=3, device=torch.device("cpu")).fit(bags, y)
+    long_name = tmp_path / ("m" * 240 + ".safetensors")  # legal; its temporary name was 15 bytes too long
+    assert load_model(clf.save(long_name)).device == "cpu"  # a torch.device was refused after training
+    before = clf.predict_proba(bags)
+    clf.set_params(distance="cosine")  # the fitted model keeps its distance; the file would have loaded cosine
+    with pytest.raises(ValueError, match=r"set_params changed distance \('euclidean' when fitted, now 'cosine'\)"):
+        clf.save(tmp_path / "x.safetensors")
+    assert not (tmp_path / "x.safetensors").exists()
+    np.testing.assert_array_equal(clf.set_params(distance="euclidean").predict_proba(bags), before)
+    clf.save(tmp_path / "x.safetensors")
 
 
 def test_a_valid_model_still_loads_and_predicts_the_same(saved):
