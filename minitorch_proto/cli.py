@@ -19,7 +19,8 @@ import pandas as pd
 
 from .about import __version__, code_version
 from .cli_inputs import data_provenance, load_benchmarks, load_data, naming_bags, refuse_overwriting_inputs
-from .serialization import check_input_file, check_output_path, staged_directory, write_atomic
+from .serialization import (check_input_file, check_output_path, check_results_folder, staged_directory,
+                            write_atomic)
 from .utils import resolve_device
 
 EXIT_USAGE = 2
@@ -135,6 +136,11 @@ def _encoded(y) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ------------------------------------------------------------------ commands
+#: What each results folder holds (besides the tuned rows' choices): checked against a folder before a run.
+REPRODUCE_FILES = ("results.csv", "predictions.csv", "summary.csv", "timings.csv", "table2.txt", "run.json")
+COMPARE_FILES = ("results.csv", "predictions.csv", "summary.csv", "summary.txt", "comparison.png", "run.json")
+
+
 def cmd_reproduce(args) -> int:
     from .evaluation.cv import stratified_folds, summarize
     from .evaluation.report import average_ranks, format_table, table2
@@ -150,6 +156,7 @@ def cmd_reproduce(args) -> int:
         print(f"note: {', '.join(given)} reach {', '.join(reach)}; the other rows keep their own settings.",
               file=sys.stderr)
     out = check_output_path(args.out, "dir")
+    check_results_folder(out, "reproduce", REPRODUCE_FILES)
     started = time.perf_counter()
     data = load_benchmarks(args, args.datasets)
     folds = {name: stratified_folds(d.y, args.repeats, args.folds, random_state=args.seed) for name, d in data.items()}
@@ -186,7 +193,7 @@ def cmd_reproduce(args) -> int:
                                     device=str(resolve_device(args.device)), flags_reach=reach if given else [],
                                     configs=ran)
     # All files or none: a crash while writing leaves the previous run's files as they were.
-    with staged_directory(out) as stage:
+    with staged_directory(out, "reproduce") as stage:
         for name, content in files.items():
             (stage / name).write_text(content)
     print(report)
@@ -226,6 +233,7 @@ def cmd_compare(args) -> int:
     for m in methods:  # a method without an estimator is refused before any data is read
         make(m.key, args.seed, budget=args.budget)
     out = check_output_path(args.out, "dir")
+    check_results_folder(out, "compare", COMPARE_FILES)
     started = time.perf_counter()
     data, _ = load_data(args)
     folds = stratified_folds(data.y, args.repeats, args.folds, random_state=args.seed)
@@ -236,7 +244,7 @@ def cmd_compare(args) -> int:
                                                progress=not args.quiet, return_predictions=True,
                                                bag_ids=data.bag_ids)
     table, fig = comparison_summary(results), plot_comparison(results)
-    with staged_directory(out) as stage:  # summary.csv numeric as reproduce's; the printed table beside it
+    with staged_directory(out, "compare") as stage:  # summary.csv numeric as reproduce's; the printed table beside it
         (stage / "results.csv").write_text(results.to_csv(index=False))
         (stage / "predictions.csv").write_text(predictions.to_csv(index=False))
         (stage / "summary.csv").write_text(summarize(results).to_csv(index=False))
@@ -346,6 +354,8 @@ def cmd_explain(args) -> int:
     if args.heatmaps and not args.coords_key:
         raise ValueError("--heatmaps needs --coords-key: the patches are drawn where the bag files place them.")
     maps = check_output_path(args.heatmaps, "dir", "--heatmaps") if args.heatmaps else None
+    if maps:  # its manifest would mark another run's files stale, and remove them
+        check_results_folder(maps, "explain", (), "--heatmaps")
     clf, out, data = _model_and_bags(args)
     if len(clf.classes_) != 2:
         raise ValueError(f"explain needs a two-class model; this one has {len(clf.classes_)} classes.")
@@ -387,7 +397,7 @@ def _with_coordinates(args, maps: Path | None, data, table: pd.DataFrame) -> pd.
     finite = table["evidence"].abs().dropna()
     limit = float(finite.max()) if len(finite) else None
     groups, kept = table.groupby("bag", sort=False), []
-    with staged_directory(maps) if maps else contextlib.nullcontext() as stage:
+    with staged_directory(maps, "explain") if maps else contextlib.nullcontext() as stage:
         for bag, rows in progress_bar(groups, maps is not None and sys.stderr.isatty(), "drawing maps",
                                       total=groups.ngroups, unit="map"):
             xy = data.instance_array(where[bag], args.coords_key)

@@ -41,7 +41,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -58,6 +58,7 @@ __all__ = [
     "load_model_file",
     "save_model_file",
     "staged_directory",
+    "check_results_folder",
     "tensor_digest",
     "to_jsonable",
     "write_atomic",
@@ -512,8 +513,38 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
     return path
 
 
+def _manifest(folder: Path) -> tuple[str | None, set[str]] | None:
+    """(command, files) of the run a results folder holds; None when it holds no manifest."""
+    path = folder / RUN_MANIFEST
+    if not path.is_file():
+        return None
+    lines = path.read_text().splitlines()
+    command = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("# command:")), None)
+    return command, {ln for ln in lines if ln and not ln.startswith("#")}
+
+
+def check_results_folder(out: str | os.PathLike, command: str, names: Sequence[str], what: str = "--out") -> None:
+    """Refuse, before any work, a results folder holding another command's run or files no run recorded.
+
+    A run replaces its own earlier run's files together (:func:`staged_directory`); it must not
+    replace a ``reproduce`` run with a ``compare`` one, or a user's own ``results.csv``.
+    """
+    folder = Path(out).expanduser()
+    if not folder.is_dir():
+        return
+    held = _manifest(folder)
+    if held is None:
+        clash = sorted(n for n in names if (folder / n).exists())
+        if clash:
+            raise ValueError(f"{what} {folder} already holds {', '.join(clash)}, which no minitorch_proto run "
+                             "recorded; choose another folder, or move those files away.")
+    elif held[0] is not None and held[0] != command:
+        raise ValueError(f"{what} {folder} holds a '{held[0]}' run; this {command} run would replace it: choose "
+                         "another folder, or delete that one first.")
+
+
 @contextlib.contextmanager
-def staged_directory(out: str | os.PathLike) -> Iterator[Path]:
+def staged_directory(out: str | os.PathLike, command: str | None = None) -> Iterator[Path]:
     """Write several result files together: all of them reach ``out``, or none.
 
     Yields a temporary folder beside ``out``; write the files there. On a normal
@@ -527,6 +558,8 @@ def staged_directory(out: str | os.PathLike) -> Iterator[Path]:
     Parameters
     ----------
     out : str or PathLike
+    command : str, optional
+        Recorded in the manifest, for :func:`check_results_folder`.
 
     Yields
     ------
@@ -545,14 +578,14 @@ def staged_directory(out: str | os.PathLike) -> Iterator[Path]:
             if f.is_file():
                 os.chmod(f, mode)
         written = sorted(str(f.relative_to(stage)) for f in stage.rglob("*") if f.is_file())
-        (stage / RUN_MANIFEST).write_text("\n".join(written) + "\n")
+        (stage / RUN_MANIFEST).write_text((f"# command: {command}\n" if command else "") + "\n".join(written) + "\n")
         os.chmod(stage / RUN_MANIFEST, mode)
         if not out.exists():
             os.chmod(stage, 0o777 & ~_umask())  # mkdtemp made it 0700
             os.rename(stage, out)
             return
-        previous = out / RUN_MANIFEST
-        stale = set(previous.read_text().split()) - set(written) if previous.is_file() else set()
+        held = _manifest(out)
+        stale = held[1] - set(written) if held else set()
         # Every file is complete before the first one is published: the renames below are all that
         # separates the old set from the new one, and Ctrl-C waits for them (never half of each).
         with ctrl_c_deferred():

@@ -15,7 +15,7 @@ from minitorch_proto import load_bags_csv
 from minitorch_proto.cli import main
 from minitorch_proto.data.disk import write_bag_folder
 from minitorch_proto.estimator import PrototypeMILClassifier, load_model
-from minitorch_proto.serialization import ModelFileError, load_model_file, save_model_file
+from minitorch_proto.serialization import ModelFileError, load_model_file, save_model_file, staged_directory
 
 from .conftest import make_concept_bags
 
@@ -292,6 +292,27 @@ def test_a_used_results_folder_keeps_no_stale_file_of_the_last_run(tmp_path):
         (stage / "results.csv").write_text("b")
     assert (out / "results.csv").read_text() == "b"
     assert not (out / "tuning_choices.csv").exists() and (out / "my_notes.txt").read_text() == "kept"
+
+
+def test_a_results_folder_of_another_command_or_of_no_run_is_refused_before_any_work(tmp_path, capsys):
+    path = _csv(tmp_path / "d.csv", [f"b{i}" for i in range(8)], [0, 1] * 4)
+    compare = ["compare", "--csv", path, "--methods", "bag_stats", "--folds", "2", "--repeats", "1", "--quiet"]
+    # A reproduce run's folder: compare would have replaced its results and removed its table2.txt.
+    with staged_directory(tmp_path / "rep", "reproduce") as stage:
+        for name in ("results.csv", "table2.txt"):
+            (stage / name).write_text("reproduce's")
+    code, _, err = _run(capsys, *compare, "--out", tmp_path / "rep")
+    assert code == 2 and "holds a 'reproduce' run; this compare run would replace it" in err
+    assert (tmp_path / "rep" / "table2.txt").read_text() == "reproduce's"
+    # A user's own results.csv, which no run recorded.
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "results.csv").write_text("my numbers")
+    code, _, err = _run(capsys, *compare, "--out", tmp_path / "mine")
+    assert code == 2 and "already holds results.csv, which no minitorch_proto run recorded" in err
+    # Its own earlier run is replaced as before.
+    assert _run(capsys, *compare, "--out", tmp_path / "cmp")[0] == 0
+    assert _run(capsys, *compare, "--out", tmp_path / "cmp")[0] == 0
+    assert (tmp_path / "cmp" / ".minitorch_proto_run").read_text().startswith("# command: compare\n")
 
 
 def test_ctrl_c_while_publishing_waits_for_the_whole_new_set(tmp_path):
