@@ -500,3 +500,14 @@ def test_ctrl_c_is_one_line_and_exit_130(monkeypatch, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 130 and err.count("\n") == 1 and err.startswith("error: interrupted; outputs are written whole")
     assert not (tmp_path / "r").exists()
+
+
+def test_reproduce_times_each_budget_of_a_baseline_on_its_own_row(shared_mil, tmp_path):
+    out = tmp_path / "res"
+    assert main(["reproduce", "--datasets", "musk1", "--methods", "bag_stats", "--budget", "both", "--repeats", "1",
+                 "--folds", "2", "--data-dir", str(shared_mil), "--out", str(out), "--quiet"]) == 0
+    timings = pd.read_csv(out / "timings.csv")
+    results = pd.read_csv(out / "results.csv")
+    # One row per results label: the common budget's time was folded into the defaults row.
+    assert list(timings.method) == list(dict.fromkeys(results.method)) == ["bag_stats", "bag_stats (tuned on inner CV)"]
+    assert (timings.wall_seconds > 0).all()
