@@ -243,6 +243,7 @@ def test_prototype_cv_rows_and_honest_default():
     via_estimator, via_pred, fitted = cross_validate(est, bags, names[y], folds, dataset="toy",
                                                      return_predictions=True, return_estimators=True)
     assert len(fitted) == len(folds) and set(via_pred.label) == {"neg", "pos"}
+    assert (via_estimator.epoch == 30).all()  # the estimator's last epoch, as evaluate_tasks' rows (it was empty)
     final_pred = pred[pred.evaluation == "final"]
     np.testing.assert_array_equal(via_pred.bag, final_pred.bag)  # positions: no ids given
     np.testing.assert_allclose(via_pred.proba_pos, final_pred.proba_pos, atol=1e-5)  # float32 engines

@@ -427,7 +427,10 @@ def cross_validate(
     for fold, est in zip(folds, fitted):
         proba = proba_in(est, bags_at(fold.test), classes)
         acc, auc = scores_from_proba(y_enc[fold.test], proba)
-        rows.append(_fold_row(dataset, label, fold, "final", np.nan, acc, auc, seconds))
+        # The epoch the model ends at, for an estimator trained by epochs (evaluate_tasks' rows have it too).
+        epochs = est.get_params(deep=False).get("epochs") if hasattr(est, "get_params") else None
+        epoch = int(epochs) if isinstance(epochs, (int, np.integer)) and not isinstance(epochs, bool) else np.nan
+        rows.append(_fold_row(dataset, label, fold, "final", epoch, acc, auc, seconds))
         if return_predictions:
             predicted.append(prediction_rows(dataset, label, "final", fold, ids[fold.test], classes,
                                              y_enc[fold.test], proba))
