@@ -453,7 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reported", action="store_true", help="also list the other methods' figures quoted in the paper")
     p.add_argument("--quiet", action="store_true", help="no progress bars or per-method lines")
     p.add_argument("--budget", default="defaults", choices=["defaults", "common", "both"],
-                   help="baselines at their published defaults, with the common budget (k=5 seed ensemble + "
+                   help="baselines at the package defaults, with the common budget (k=5 seed ensemble + "
                    "inner 3-fold tuning over 3 candidates), or both rows (default: defaults)")
     _add_data_args(p, single=False)
     _add_model_args(p)

@@ -24,6 +24,7 @@ stays one batched program per setting.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
@@ -275,7 +276,11 @@ class InnerCVSelection(_Wrapper):
         return self.fit_many([(bags, y)], estimators=[self])[0]
 
     def _inner_splits(self, y, seed: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
-        skf = StratifiedKFold(n_splits=int(self.inner_folds), shuffle=True, random_state=seed)
+        # As many splits as the smaller class allows (a class of 2 bags: 2 splits); none below 2.
+        n_splits = min(int(self.inner_folds), int(np.bincount(y).min()))
+        if n_splits < 2:
+            return []
+        skf = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
         return [(tr, va, seed * 10 + s + 1) for s, (tr, va) in enumerate(skf.split(np.zeros(len(y)), y))]
 
     def _fit_many(self, estimators, train_sets, n_jobs):
@@ -288,12 +293,18 @@ class InnerCVSelection(_Wrapper):
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or not 1 <= top_k <= len(grid):
             raise ValueError(f"top_k must be an integer from 1 to the number of candidates ({len(grid)}), "
                              f"got {top_k!r}.")
-        work, sets, where = [], [], []
+        work, sets, where, n_splits = [], [], [], []
         seeds = [base_seed(e.random_state) for e in estimators]  # drawn once per fit: splits and refits share it
         for e_i, (e, (bags, y)) in enumerate(zip(estimators, train_sets)):
             y_enc, _ = check_labels(y, len(bags))
+            splits = e._inner_splits(y_enc, seeds[e_i])
+            n_splits.append(len(splits))
+            if not splits:
+                warnings.warn(f"{type(e).__name__}: the smaller class has {int(np.bincount(y_enc).min())} bag(s), "
+                              "fewer than the 2 inner cross-validation needs; the estimator keeps its own settings.",
+                              RuntimeWarning, stacklevel=3)
             for g, cand in enumerate(grid):
-                for tr, va, seed in e._inner_splits(y_enc, seeds[e_i]):
+                for tr, va, seed in splits:
                     work.append(with_random_state(clone(e.estimator).set_params(**cand), seed))
                     sets.append(([bags[i] for i in tr], y_enc[tr]))
                     where.append((e_i, g, va))
@@ -314,8 +325,14 @@ class InnerCVSelection(_Wrapper):
                 proba = proba_in(est, [bags[i] for i in va], np.asarray(est.classes_))
                 acc, auc = scores_from_proba(y_enc[va], proba)
                 scores[g] += (acc, 0.5 if np.isnan(auc) else auc)
-                by_auc[g] += (acc if np.isnan(auc) else auc) / int(e.inner_folds)
-            scores /= int(e.inner_folds)
+                by_auc[g] += (acc if np.isnan(auc) else auc) / n_splits[e_i]
+            scores /= max(n_splits[e_i], 1)
+            if not n_splits[e_i]:  # nothing to choose on: the estimator as given, every candidate unscored
+                e.inner_scores_, e.best_score_, e.best_params_ = np.full((len(grid), 2), np.nan), np.nan, {}
+                e.selected_params_ = [{}] * int(e.top_k)
+                finals += [SeedEnsemble(clone(e.estimator), int(e.n_seeds), seeds[e_i]) if int(e.n_seeds) > 1
+                           else with_random_state(clone(e.estimator), seeds[e_i]) for _ in range(int(e.top_k))]
+                continue
             if e.scoring == "auc":  # equals keep grid order
                 ranked = sorted(range(len(grid)), key=lambda g: (-by_auc[g], g))
                 e.best_score_ = float(by_auc[ranked[0]])

@@ -4,8 +4,8 @@ A :class:`Method` holds what the command line, ``reproduce``, ``compare``, the
 report and the book need to know about a method: its key (what ``--methods``
 takes), the label its rows carry in results files (frozen tables keep these), the
 name tables and plots show, its family, how to build it as an estimator, and its
-common budget (a fixed grid, chosen before any outer result was seen, and whether
-it gets a seed ensemble). Nothing else in the package spells a method name.
+common budget (a fixed grid, written before any common-budget run, though after the
+package defaults' outer results were known, and whether it gets a seed ensemble). Nothing else in the package spells a method name.
 
 >>> from minitorch_proto.methods import make, METHODS
 >>> est = make("miles", random_state=0)          # a StandardizedMIL around MILES

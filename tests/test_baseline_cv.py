@@ -87,3 +87,35 @@ def test_bad_arguments():
         make("nope")
     with pytest.raises(ValueError, match="budget"):
         make("bag_stats", budget="huge")
+
+
+def test_the_common_budget_on_a_class_of_one_or_two_bags():
+    import warnings
+
+    from minitorch_proto.meta_estimators import InnerCVSelection
+    from minitorch_proto.methods import make
+
+    bags, y = make_concept_bags(n_bags=12, seed=2)
+    y = np.zeros(12, dtype=int)
+    y[:1] = 1  # one positive bag: no inner split can hold it on both sides
+    est = make("miles", 0, budget="common")
+    with pytest.warns(RuntimeWarning, match="smaller class has 1 bag"):
+        est.fit(bags, y)  # a "1 distinct class" error from an inner fit before
+    sel = next(e for e in _walk(est) if isinstance(e, InnerCVSelection))
+    assert sel.best_params_ == {} and np.isnan(sel.inner_scores_).all()
+    assert est.predict_proba(bags).shape == (12, 2)
+    y[:2] = 1  # two: two inner splits, each with one positive bag to fit and one to score
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scikit-learn's "least populated class" warning before
+        est = make("miles", 0, budget="common").fit(bags, y)
+    sel = next(e for e in _walk(est) if isinstance(e, InnerCVSelection))
+    assert len(sel._inner_splits(y, 0)) == 2 and sel.best_params_ in [dict(c) for c in sel.grid]
+
+
+def _walk(est):
+    """The estimator and every estimator it wraps."""
+    yield est
+    for name in ("estimator", "best_estimator_"):
+        inner = getattr(est, name, None)
+        if inner is not None and inner is not est:
+            yield from _walk(inner)

@@ -51,12 +51,12 @@ def test_means_standard_errors_and_ranks_by_hand():
     # sorted by rank, the unranked row last
     assert list(table.index)[0] == "attention MIL (5-seed ensemble, tuned on inner CV)"
     assert list(table.index)[-1] == "MILES"
-    assert table.loc["attention MIL", "budget"].startswith("published defaults")
+    assert table.loc["attention MIL", "budget"].startswith("package defaults")
     assert "5-seed ensemble" in table.loc["attention MIL (5-seed ensemble, tuned on inner CV)", "budget"]
 
 
 def test_row_budget_reads_every_label_of_baseline_cv():
-    assert row_budget(budget_label("miles", "defaults")).startswith("published defaults")
+    assert row_budget(budget_label("miles", "defaults")).startswith("package defaults")
     assert row_budget(budget_label("miles", "common")).startswith("common budget: inner-CV tuning")
     assert "ensemble" not in row_budget(budget_label("bag_stats", "common"))
     assert row_budget(budget_label("MI_net_max", "common")).endswith("5-seed ensemble")

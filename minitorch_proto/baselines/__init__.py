@@ -23,7 +23,7 @@ Families
 Speed and budget: :func:`minitorch_proto.baselines.batched_fit.fit_many` trains many copies of a
 neural baseline (all folds, seeds and inner fits) together and gives the same models as
 fitting them one by one (on the CPU in compiled loops, :mod:`minitorch_proto.baselines.compiled_loops`); :mod:`minitorch_proto.evaluation.baseline_cv` runs the
-cross-validation at the published defaults or with the common budget (seed ensemble + inner
+cross-validation at the package defaults or with the common budget (seed ensemble + inner
 tuning over a fixed grid).
 
 ``BASELINES`` maps a method name to a factory ``(random_state: int) -> estimator`` with

@@ -16,7 +16,12 @@ dropout 0.5 after the last hidden layer; L2 penalty 5e-3 on every weight matrix
 SGD with Nesterov momentum 0.9, learning rate 5e-4 with time-based decay
 ``lr / (1 + 1e-4 * step)``; one bag per step, bags shuffled every epoch; 50 epochs;
 Glorot-uniform weights and zero biases (Keras defaults); no early stopping.
-**Our choices**: nothing else; ``optimizer="adam"`` is offered as an option, not the default.
+The authors' README lists a learning rate and L2 weight per data set; the values above are
+its Musk1 row (and their code's command-line defaults), which this package applies to every
+data set (theirs: Musk2 decay 0.03, Fox lr 1e-4 and decay 0.01, Elephant lr 1e-4). On 1 x 10
+folds of Fox and Elephant their rows did not score higher (.540 and .830 against .560 and .860).
+**Our choices**: the one setting for every data set; ``optimizer="adam"`` is offered as an
+option, not the default.
 """
 from __future__ import annotations
 
@@ -76,7 +81,8 @@ class _MINNBase(TorchMILClassifier):
     _init_scheme = "glorot"
     hyperparameter_source = (
         f"{SOURCE_PAPER} (Wang et al. 2018 and their code: FC 256-128-64 ReLU, dropout 0.5, "
-        "L2 5e-3, SGD lr 5e-4 Nesterov momentum 0.9 decay 1e-4, batch 1, 50 epochs)"
+        "L2 5e-3, SGD lr 5e-4 Nesterov momentum 0.9 decay 1e-4, batch 1, 50 epochs: their Musk1 row, "
+        "used for every data set)"
     )
 
     def __init__(

@@ -8,7 +8,7 @@ from here (and ``tests/test_one_ranking.py`` checks the prose against it).
 
 Rows (:func:`ranking_rows`):
 
-- ``measured_results``: the prototype rows and every baseline at its published defaults;
+- ``measured_results``: the prototype rows and every baseline at its package defaults;
 - ``baseline_common_budget``: the baselines under the common budget;
 - ``ladder_results``: the nested rung as the tuned ensemble (ranked), and the fixed rungs
   ``+ rates`` ... ``+ ensemble`` (shown, **not ranked**: their settings were picked after probes on

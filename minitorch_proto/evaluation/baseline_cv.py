@@ -10,7 +10,8 @@ Two budgets, labelled in the ``method`` column:
   and scored by mean inner accuracy (ties: mean inner AUC, then grid order); the chosen
   candidate is then fitted ``n_seeds`` times on the whole training fold and the members'
   probabilities are averaged. The test fold takes part in nothing but the final score.
-  Methods without randomness (MILES, mi-SVM, bag statistics) get one member.
+  Methods whose fit barely depends on the seed (MILES: only through the rows its sigma is
+  measured on; mi-SVM, bag statistics) get one member.
 
 Both are estimators of the registry (:mod:`minitorch_proto.methods`), cross-validated with
 :func:`~minitorch_proto.evaluation.cv.cross_validate`: ``StandardizedMIL(baseline)`` for the
@@ -26,7 +27,8 @@ from ..methods import INNER_FOLDS, METHODS, N_SEEDS
 
 __all__ = ["GRIDS", "COMMON_BUDGET", "STOCHASTIC", "budget_label", "member_seeds"]
 
-#: Fixed grids, chosen before any outer result was seen: three candidates per method (the registry's).
+#: Fixed grids, three candidates per method (the registry's): written before any common-budget run, after
+#: the defaults' outer results were known, and unchanged since.
 GRIDS: dict[str, list[dict]] = {k: [dict(c) for c in m.grid] for k, m in METHODS.items() if m.family == "baseline"}
 #: Methods whose fit depends on the seed (they get the seed ensemble).
 STOCHASTIC = frozenset(k for k, m in METHODS.items() if m.family == "baseline" and m.stochastic)

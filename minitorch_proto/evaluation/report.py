@@ -218,7 +218,7 @@ def row_budget(method: str) -> str:
     """The budget a results row had, from its ``method`` label.
 
     Baseline labels come from :func:`minitorch_proto.evaluation.baseline_cv.budget_label`:
-    a bare key is the published defaults (one model per fold), ``"<key> (k-seed ensemble,
+    a bare key is the package defaults (one model per fold; see each estimator's ``hyperparameter_source`` for which settings are the paper's), ``"<key> (k-seed ensemble,
     tuned on inner CV)"`` and ``"<key> (tuned on inner CV)"`` are the common budget.
     """
     if method in _PROTOTYPE_BUDGETS:
@@ -228,7 +228,7 @@ def row_budget(method: str) -> str:
                 "settings picked after probes on these data sets, not chosen blind")
     base, _, suffix = method.partition(" (")
     if not suffix:
-        return "published defaults, one model per fold"
+        return "package defaults, one model per fold"
     suffix = suffix.rstrip(")")
     if suffix == "tuned on inner CV":
         return "common budget: inner-CV tuning over a 3-point grid (deterministic, one model)"
