@@ -243,8 +243,8 @@ def project_monotone_(weight: torch.Tensor) -> torch.Tensor:
 #: there are more. Each of its D steps passes over every instance it sees, so on a whole-slide
 #: collection the seeding would be most of the fit (60,420 instances of 512 features, D = 1,024:
 #: 26 s of a 31 s fit, against 3 s of 8 s with the sample; benchmarks/bench_recommended_large.py).
-#: Every data set of the book is smaller (Musk2 has 6,598 instances), so none of its figures
-#: depends on the sample.
+#: Every benchmark of the book is smaller (Musk2 has 6,598 instances); page 07's toy slides are just above
+#: it, so the recommended model there starts from the sample.
 KMEANS_SAMPLE = 8_192
 
 
