@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sys
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -206,9 +207,22 @@ def _check_label_column(y, where: str, label_col: str) -> None:
     from .validation import check_labels
 
     try:
-        check_labels(y)
+        _, classes = check_labels(y)
     except ValueError as exc:
         raise ValueError(_label_wording(str(exc), where, label_col)) from None
+    # Which class is "positive" is the sorted order's second: with names like cancer/healthy that is the
+    # wrong one for the asymmetric methods (mi-SVM, mi-Net look for its witnesses), and nothing else says so.
+    names = {str(c).lower() for c in classes.tolist()}
+    if len(classes) == 2 and names not in NATURAL_ORDER:
+        positive = np.asarray(classes[1]).item()
+        print(f"note: {where}: {positive!r} is the positive class (the second of the labels in sorted order): "
+              "mi-SVM and mi-Net look for its witnesses, and explanations are evidence for it; relabel "
+              "(e.g. 0/1) if the other class is the positive one.", file=sys.stderr)
+
+
+#: Two-class labels whose sorted order already puts the positive class second.
+NATURAL_ORDER = ({"0", "1"}, {"0.0", "1.0"}, {"-1", "1"}, {"-1.0", "1.0"}, {"false", "true"}, {"no", "yes"},
+                 {"neg", "pos"}, {"negative", "positive"})
 
 
 def _label_wording(text: str, where: str, label_col: str) -> str:
