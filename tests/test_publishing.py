@@ -166,6 +166,15 @@ def test_write_frozen_round_trip(tmp_path, monkeypatch):
         frozen.load_frozen("missing")
     with pytest.raises(ValueError, match="command"):
         frozen.write_frozen(df, "demo", command=" ", description="x", folder=tmp_path)
+    # Into the package, only from committed code: "+dirty" names a version no reader can check out.
+    monkeypatch.setattr(frozen, "code_version", lambda: "abc1234+dirty")
+    with pytest.raises(ValueError, match=r"uncommitted changes \(abc1234\+dirty\).*commit, then freeze"):
+        frozen.write_frozen(df, "demo2", command="c", description="d")
+    assert not (tmp_path / "demo2.csv").exists()
+    frozen.write_frozen(df, "demo3", command="c", description="d", commit="def5678")  # a run made elsewhere
+    assert "at code version `def5678`." in frozen.provenance_note(frozen.load_frozen("demo3"))
+    old = {**back.attrs["provenance"], "commit": "abc1234+dirty"}
+    assert "`abc1234` with uncommitted changes" in frozen.provenance_note(old)
 
 
 # --------------------------------------------------------------------------------------

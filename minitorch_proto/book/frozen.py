@@ -116,8 +116,13 @@ def provenance_note(table: pd.DataFrame | dict) -> str:
     record = table.attrs.get("provenance") if isinstance(table, pd.DataFrame) else table
     if not record:
         raise ValueError("the table carries no provenance (read it with load_frozen).")
+    commit = str(record["commit"])
+    # Older tables were frozen from a working tree with uncommitted changes: say so rather than show a
+    # version a reader cannot check out as it ran.
+    version = (f"`{commit[:-len('+dirty')]}` with uncommitted changes" if commit.endswith("+dirty")
+               else f"`{commit}`")
     return (f"*Frozen table* ({record['description']}), made on {record['date']} with "
-            f"`{record['command']}` at code version `{record['commit']}`.")
+            f"`{record['command']}` at code version {version}.")
 
 
 def write_frozen(
@@ -144,7 +149,13 @@ def write_frozen(
     folder : path-like, optional
         Target folder; defaults to the package's ``book/frozen_tables`` folder (in a source checkout).
     **extra
-        Further JSON-serialisable provenance fields (e.g. ``wall_seconds``).
+        Further JSON-serialisable provenance fields (e.g. ``wall_seconds``); ``commit`` names the code
+        of a run made elsewhere (default: this checkout's :func:`~minitorch_proto.about.code_version`).
+
+    Raises
+    ------
+    ValueError
+        When writing into the package (no ``folder``) from code with uncommitted changes.
 
     Returns
     -------
@@ -154,11 +165,15 @@ def write_frozen(
     name = _check_name(name)
     if not command.strip() or not description.strip():
         raise ValueError("a frozen table needs the command that made it and a description.")
+    commit = str(extra.pop("commit", None) or code_version())
+    if folder is None and commit.endswith("+dirty"):
+        raise ValueError(f"{name}: the code has uncommitted changes ({commit}); a frozen table names the code "
+                         "that made it, which a reader must be able to check out: commit, then freeze.")
     target = Path(folder) if folder is not None else Path(str(frozen_dir()))
     target.mkdir(parents=True, exist_ok=True)
     record = {
         "command": command,
-        "commit": code_version(),
+        "commit": commit,
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d"),
         "description": description,
         "columns": list(map(str, df.columns)),
