@@ -406,3 +406,19 @@ def test_seeds_on_the_same_bags_share_one_copy_and_train_as_apart(monkeypatch):
         alone = train_batched(bags, y, [t], [seed], mconf, tconf, backend="compiled")
         assert torch.equal(alone.prototypes[0], together.prototypes[m])
         assert torch.equal(alone.weight[0], together.weight[m])
+
+
+def test_parameter_reach_measures_where_training_starts_and_how_far_it_goes(shared_mil):
+    from minitorch_proto.data import load_benchmark
+    from minitorch_proto.evaluation import REACH_PROBES, parameter_reach, stratified_folds
+
+    d = load_benchmark("musk1", data_dir=shared_mil)
+    fold = stratified_folds(d.y, n_repeats=1, n_folds=3, random_state=0)[0]
+    reach, penalty = parameter_reach("musk1", d.bags, d.y, fold, epochs=2)
+    assert list(reach.index) == [label for label, _, _ in REACH_PROBES]
+    start = reach["start: prototype to nearest instance"]
+    # k-means++ starts every prototype on a training instance; the paper's normal start does not.
+    assert start["init=kmeans++"] == pytest.approx(0.0, abs=1e-5) and start["paper-faithful"] > 1.0
+    moved = reach["prototype moved (mean)"]
+    assert moved["rates 1e-2"] > moved["paper-faithful"] > 0  # larger rates travel further
+    assert set(penalty) == {"max_logit_change", "flips"} and 0 <= penalty["flips"] <= len(fold.test)
