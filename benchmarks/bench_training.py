@@ -197,15 +197,46 @@ def big_inference(n_instances: int, n_features: int = 512, chunk: int = 65_536) 
     return {"inference_instances_per_s": rate, "inference_s": dt}
 
 
+def freeze_scaling(slopes: dict) -> None:
+    """The scaling plot as the book's figure, with a provenance file naming the command and code version."""
+    import datetime
+    import shutil
+
+    from minitorch_proto.about import code_version
+    from minitorch_proto.serialization import write_atomic
+
+    commit = code_version()
+    if commit.endswith("+dirty"):
+        sys.exit("error: the code has uncommitted changes; commit, then freeze (the figure names its code version)")
+    book = Path(__file__).resolve().parents[1] / "book" / "data"
+    shutil.copyfile(OUT / "scaling.png", book / "scaling.png")
+    record = {"command": "python benchmarks/bench_training.py --scaling-only --freeze", "commit": commit,
+              "date": datetime.date.today().isoformat(), "cpu_count": os.cpu_count(), **slopes}
+    write_atomic(book / "scaling.json", json.dumps(record, indent=1) + "\n")
+    print(f"froze {book / 'scaling.png'} and scaling.json at {commit}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--epochs-compare", type=int, default=10, help="epochs for the side-by-side comparison")
     ap.add_argument("--runs", type=int, default=3, help="runs per timing (median reported)")
     ap.add_argument("--loop-folds", type=int, default=None, help="time the loop on this many folds and scale")
     ap.add_argument("--quick", action="store_true", help="smaller settings, for a smoke run")
+    ap.add_argument("--scaling-only", action="store_true", help="only the scaling step (its plot)")
+    ap.add_argument("--freeze", action="store_true",
+                    help="with --scaling-only: copy the plot to book/data/scaling.png with scaling.json beside it "
+                    "(command, code version, slopes), the book's figure and its provenance")
     args = ap.parse_args()
+    if args.freeze and (not args.scaling_only or args.quick):
+        ap.error("--freeze goes with --scaling-only and full settings")
     if args.quick:
         args.epochs_compare, args.runs, args.loop_folds = 2, 1, 5
+    if args.scaling_only:
+        warm_up()
+        slopes = scaling(args.quick)
+        if args.freeze:
+            freeze_scaling(slopes)
+        return
     summary = {"compile_s": warm_up()}
     for name in ("musk1", "musk2"):
         row = compare(name, args.epochs_compare, args.runs, args.loop_folds)
