@@ -318,3 +318,47 @@ def test_profiles_rank_by_every_class_coefficients_and_bad_requests_are_named(tm
         plots.plot_comparison(_fake_results())
     one = plots.plot_evidence_map(np.array([[0, 0], [1, 0]]), [np.nan, 0.2], top=2)
     assert len(one.axes[0].lines[0].get_xydata()) == 1  # a patch without a value gets no "top" dot
+
+
+def test_nearest_images_and_projection_show_real_instances(tabular, tmp_path):
+    from minitorch_proto.evaluation import nearest_instances, project_prototypes
+
+    clf, bags, y = tabular
+    labels = [[f"b{b}i{i}" for i in range(len(bag))] for b, bag in enumerate(bags)]
+    fig = plots.plot_nearest_images(clf, bags, (2, 2), k=3, instance_labels=labels)
+    _save(fig, tmp_path, "nearest")
+    near = nearest_instances(clf, bags, k=3)
+    for d, row in near.items():
+        for j, (b, i, dist) in enumerate(row):
+            ax = fig.axes[d * 3 + j]
+            np.testing.assert_allclose(np.asarray(ax.images[0].get_array()).ravel(), bags[b][i])
+            assert ax.get_title() == f"b{b}i{i} (d={dist:.1f})"
+    projected, _ = project_prototypes(clf, bags, y)
+    fig = plots.plot_projection(clf, projected, (2, 2))
+    _save(fig, tmp_path, "projection")
+    learned, _ = plots.prototypes_in_input_space(clf)
+    D = len(learned)
+    real = np.concatenate(bags)
+    for d in range(D):
+        np.testing.assert_allclose(np.asarray(fig.axes[d].images[0].get_array()).ravel(), learned[d], rtol=1e-6)
+        shown = np.asarray(fig.axes[D + d].images[0].get_array()).ravel()
+        assert np.abs(real - shown).max(axis=1).min() < 1e-4  # the bottom row is a training instance
+    with pytest.raises(ValueError, match="image_shape"):
+        plots.plot_nearest_images(clf, bags, (3, 3))
+
+
+def test_unit_test_grid_and_pass_table():
+    from minitorch_proto.evaluation import summarize_unit_tests, unit_test_pass_table
+
+    table = pd.DataFrame([dict(model=m, test=t, seed=s, accuracy=a, auc=a, passed=a >= 0.75)
+                          for m, base in (("good", 0.9), ("weak", 0.6)) for t in ("single", "multi")
+                          for s, a in enumerate((base, base + 0.05))])
+    summary = summarize_unit_tests(table)
+    wide = unit_test_pass_table(summary, ["weak", "good"], ["multi", "single"], {"good": "Good"})
+    assert list(wide.index) == ["weak", "Good"] and list(wide.columns) == ["multi", "single"]
+    assert wide.loc["Good", "single"].startswith("PASS 2/2: acc 0.93") and wide.loc["weak", "multi"].startswith("fail 0/2")
+    fig = plots.plot_unit_tests(summary, threshold=0.75, names={"good": "Good"})
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["Good", "weak"]
+    assert sorted(t.get_text() for t in ax.texts) == ["0.62 ✗", "0.62 ✗", "0.93", "0.93"]
+    assert "below 0.75" in ax.get_title() and "over 2 seeds" in fig.axes[1].get_ylabel()

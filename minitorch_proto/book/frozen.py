@@ -27,6 +27,7 @@ __all__ = [
     "load_frozen",
     "provenance",
     "provenance_note",
+    "shown_version",
     "write_frozen",
 ]
 
@@ -116,13 +117,18 @@ def provenance_note(table: pd.DataFrame | dict) -> str:
     record = table.attrs.get("provenance") if isinstance(table, pd.DataFrame) else table
     if not record:
         raise ValueError("the table carries no provenance (read it with load_frozen).")
-    commit = str(record["commit"])
-    # Older tables were frozen from a working tree with uncommitted changes: say so rather than show a
-    # version a reader cannot check out as it ran.
-    version = (f"`{commit[:-len('+dirty')]}` with uncommitted changes" if commit.endswith("+dirty")
-               else f"`{commit}`")
     return (f"*Frozen table* ({record['description']}), made on {record['date']} with "
-            f"`{record['command']}` at code version {version}.")
+            f"`{record['command']}` at code version {shown_version(record['commit'])}.")
+
+
+def shown_version(commit) -> str:
+    """A code version as the book prints it: ```abc1234```, or ```abc1234` with uncommitted changes``.
+
+    Older tables were frozen from a working tree with uncommitted changes (``code_version``'s
+    "+dirty"): said in words rather than shown as a version a reader could check out as it ran.
+    """
+    commit = str(commit)
+    return f"`{commit[:-len('+dirty')]}` with uncommitted changes" if commit.endswith("+dirty") else f"`{commit}`"
 
 
 def write_frozen(

@@ -6,7 +6,7 @@ training shortcut is reversed.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -16,7 +16,8 @@ from .metrics import binary_auc
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["background_counts", "compare_unit_test_runs", "run_mil_unit_tests", "summarize_unit_tests"]
+__all__ = ["background_counts", "compare_unit_test_runs", "run_mil_unit_tests", "summarize_unit_tests",
+           "unit_test_pass_table"]
 
 
 def _positive_scores(estimator: Any, bags: list[np.ndarray]) -> np.ndarray | None:
@@ -136,6 +137,30 @@ def summarize_unit_tests(table: "pd.DataFrame") -> "pd.DataFrame":
     }).reset_index()
     out["passed"] = out["seeds_passed"] == out["n_seeds"]
     return out
+
+
+def unit_test_pass_table(summary: "pd.DataFrame", models: Sequence[str] | None = None,
+                         tests: Sequence[str] | None = None,
+                         names: Mapping[str, str] | None = None) -> "pd.DataFrame":
+    """One row per model, one column per test: "PASS k/n: acc mean ± sd, AUC mean ± sd" (or "fail ...").
+
+    Parameters
+    ----------
+    summary : :func:`summarize_unit_tests`' table
+    models, tests : the rows and columns in order (default: the summary's order); ones it lacks are left out
+    names : shown names of the models (default: as given)
+    """
+    cell = [f"{'PASS' if p else 'fail'} {k}/{n}: acc {a:.2f} ± {s:.2f}, AUC {u:.2f} ± {v:.2f}"
+            for p, k, n, a, s, u, v in zip(summary.passed, summary.seeds_passed, summary.n_seeds,
+                                           summary.accuracy_mean, summary.accuracy_std.fillna(0),
+                                           summary.auc_mean, summary.auc_std.fillna(0))]
+    wide = summary.assign(result=cell).pivot(index="model", columns="test", values="result")
+    models = list(dict.fromkeys(summary.model)) if models is None else models
+    tests = list(dict.fromkeys(summary.test)) if tests is None else tests
+    wide = wide.reindex(index=[m for m in models if m in wide.index], columns=[t for t in tests if t in wide.columns])
+    wide.index = [(names or {}).get(m, m) for m in wide.index]
+    wide.columns.name = None
+    return wide
 
 
 def compare_unit_test_runs(

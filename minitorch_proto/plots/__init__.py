@@ -9,6 +9,7 @@ behind. Save a figure with ``fig.savefig(path)``.
 Colours: positive bags / positive evidence are red (``C3``), negative ones blue (``C0``).
 """
 from ._common import NEG_COLOUR, POS_COLOUR, prototypes_in_input_space
+from .neighbours import plot_nearest_images, plot_projection
 from .prototypes import (
     plot_bag_explanation,
     plot_evidence_map,
@@ -17,13 +18,15 @@ from .prototypes import (
     plot_prototype_trajectories,
     plot_toy_spaces,
 )
-from .results import plot_comparison, plot_cv_results, plot_rank, plot_training_history
+from .results import plot_comparison, plot_cv_results, plot_rank, plot_training_history, plot_unit_tests
 
 __all__ = [
     "NEG_COLOUR",
     "POS_COLOUR",
     "prototypes_in_input_space",
     "plot_prototype_images",
+    "plot_nearest_images",
+    "plot_projection",
     "plot_prototype_profiles",
     "plot_toy_spaces",
     "plot_bag_explanation",
@@ -33,4 +36,5 @@ __all__ = [
     "plot_cv_results",
     "plot_rank",
     "plot_prototype_trajectories",
+    "plot_unit_tests",
 ]

@@ -246,3 +246,40 @@ def plot_comparison(results: pd.DataFrame, *, fig: Figure | None = None) -> Figu
     fig.suptitle(f"{results['dataset'].iloc[0]}: {results.groupby('method').size().iloc[0]} folds per method, "
                  "the same folds for every method", fontsize=9)
     return fig
+
+
+def plot_unit_tests(summary: pd.DataFrame, models: Sequence[str] | None = None, tests: Sequence[str] | None = None,
+                    *, threshold: float | None = None, names: Mapping[str, str] | None = None,
+                    ax: Axes | None = None, fig: Figure | None = None) -> Figure:
+    """MIL unit tests as a grid: each model's mean test accuracy on each test, failed cells marked ✗.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        :func:`minitorch_proto.evaluation.summarize_unit_tests`' table.
+    models, tests : rows and columns in order (default: the summary's order)
+    threshold : the pass threshold, named in the title
+    names : shown names of the models
+    ax, fig : optional
+
+    Returns
+    -------
+    Figure
+    """
+    models = list(dict.fromkeys(summary["model"])) if models is None else list(models)
+    tests = list(dict.fromkeys(summary["test"])) if tests is None else list(tests)
+    accuracy = summary.pivot(index="model", columns="test", values="accuracy_mean").reindex(index=models, columns=tests)
+    passed = summary.pivot(index="model", columns="test", values="passed").reindex(index=models, columns=tests)
+    fig, ax = _single_axes(ax, fig, (1.6 * len(tests) + 3.5, 0.42 * len(models) + 1.2))
+    values = accuracy.to_numpy(dtype=float)
+    image = ax.imshow(values, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(tests)), tests)
+    ax.set_yticks(range(len(models)), [(names or {}).get(m, m) for m in models])
+    for (r, c), value in np.ndenumerate(values):
+        ax.text(c, r, f"{value:.2f}" + ("" if passed.iloc[r, c] is True or passed.iloc[r, c] == 1 else " ✗"),
+                ha="center", va="center", fontsize=8)
+    n_seeds = int(summary["n_seeds"].max()) if len(summary) else 0
+    fig.colorbar(image, ax=ax, label=f"mean test accuracy over {n_seeds} seeds")
+    below = f"below {threshold} " if threshold is not None else ""
+    ax.set_title(f"MIL unit tests (✗: {below}on at least one seed)")
+    return fig

@@ -77,6 +77,11 @@ AUTOCAST_DTYPES = {None: None, "none": None, "bf16": torch.bfloat16, "bfloat16":
 
 
 # --------------------------------------------------------------------- data access
+def _n_features(bags) -> int:
+    """Features per instance of a collection: a lazy one's header, else the first bag's columns."""
+    return int(getattr(bags, "n_features", 0) or np.atleast_2d(np.asarray(bags[0])).shape[1])
+
+
 def _bag_sizes(bags) -> np.ndarray:
     if hasattr(bags, "sizes"):
         return np.asarray(bags.sizes, dtype=np.int64)
@@ -320,12 +325,11 @@ def agree_across_ranks(seed: int, bags, y, group=None) -> int:
     ValueError
         If the processes' bag counts, feature counts, bag sizes or labels differ.
     """
-    rank, world = _rank_world(group)
+    _, world = _rank_world(group)
     if world == 1:
         return int(seed)
     sizes = np.asarray(_bag_sizes(bags), dtype=np.int64)
-    n_features = int(getattr(bags, "n_features", 0) or np.atleast_2d(np.asarray(bags[0])).shape[1])
-    mine = (int(seed), len(sizes), n_features, zlib.crc32(sizes.tobytes()),
+    mine = (int(seed), len(sizes), _n_features(bags), zlib.crc32(sizes.tobytes()),
             zlib.crc32(np.asarray(y, dtype=np.int64).tobytes()))
     every: list = [None] * world
     dist.all_gather_object(every, mine, group=group)
@@ -466,7 +470,7 @@ def train_streaming(
     sizes = _bag_sizes(bags)
     if (sizes == 0).any():
         raise ValueError(f"Bag {int(np.flatnonzero(sizes == 0)[0])} is empty: every bag needs at least one instance.")
-    n_features = int(getattr(bags, "n_features", 0) or np.atleast_2d(np.asarray(bags[0])).shape[1])
+    n_features = _n_features(bags)
     n_classes = int(n_classes or (y.max() + 1))
     dev = resolve_device(device)
     rank, world = _rank_world(group)

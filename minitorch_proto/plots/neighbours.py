@@ -1,0 +1,122 @@
+"""Prototypes beside real instances, for image data: the training images nearest each prototype,
+and a learned prototype beside the real image it is projected (pushed) onto."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from ._common import _axes_list, prototypes_in_input_space
+
+
+def _check_shape(n_features: int, image_shape: tuple[int, int]) -> None:
+    if int(np.prod(image_shape)) != n_features:
+        raise ValueError(f"image_shape {tuple(image_shape)} holds {int(np.prod(image_shape))} pixels, "
+                         f"but the instances have {n_features} features.")
+
+
+def plot_nearest_images(
+    clf: Any,
+    bags: Sequence[np.ndarray],
+    image_shape: tuple[int, int] = (28, 28),
+    k: int = 5,
+    *,
+    neighbours: Mapping[int, Sequence[tuple[int, int, float]]] | None = None,
+    instance_labels: Sequence[Sequence] | None = None,
+    fig: Figure | None = None,
+    cmap: str = "gray_r",
+    title: str | None = None,
+) -> Figure:
+    """The ``k`` training images nearest to each prototype: one row per prototype, nearest first.
+
+    Parameters
+    ----------
+    clf : PrototypeMILClassifier
+        Fitted, one model (a seed ensemble: ``clf.member(j)``).
+    bags : sequence of ndarray
+        The training bags in raw units, each instance a flattened image.
+    image_shape : (int, int), default=(28, 28)
+    k : int, default=5
+        Images per prototype.
+    neighbours : dict, optional
+        :func:`~minitorch_proto.evaluation.explain.nearest_instances`'s result, if already computed.
+    instance_labels : sequence of sequences, optional
+        A label per instance of each bag (e.g. the digit), shown above its image with the distance.
+    fig : Figure, optional
+    cmap : str, default="gray_r"
+    title : str, optional
+
+    Returns
+    -------
+    Figure
+    """
+    from ..evaluation.explain import nearest_instances
+
+    _check_shape(int(np.asarray(bags[0]).shape[1]), image_shape)
+    if neighbours is None:
+        neighbours = nearest_instances(clf, bags, k=k)
+    n_rows = len(neighbours)
+    k = max(len(row) for row in neighbours.values())
+    fig, axes = _axes_list(None, fig, n_rows * k, k, (1.15, 1.35))
+    for d, row in neighbours.items():
+        for j in range(k):
+            ax = axes[d * k + j]
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if j >= len(row):
+                ax.set_axis_off()
+                continue
+            bag, instance, distance = row[j]
+            ax.imshow(np.asarray(bags[bag][instance]).reshape(image_shape), cmap=cmap, interpolation="nearest")
+            what = f"{instance_labels[bag][instance]} " if instance_labels is not None else ""
+            ax.set_title(f"{what}(d={distance:.1f})", fontsize=7)
+        axes[d * k].set_ylabel(f"P{d + 1}", rotation=0, labelpad=14)
+    fig.suptitle(title or f"The {k} training images nearest to each prototype", fontsize=10)
+    return fig
+
+
+def plot_projection(
+    clf: Any,
+    projected: Any,
+    image_shape: tuple[int, int] = (28, 28),
+    *,
+    fig: Figure | None = None,
+    cmap: str = "gray_r",
+    title: str | None = None,
+) -> Figure:
+    """Each learned prototype (top row) above the real training image it was projected onto (bottom row).
+
+    Parameters
+    ----------
+    clf : PrototypeMILClassifier
+        The fitted model, one model.
+    projected : PrototypeMILClassifier
+        Its projected copy (:func:`~minitorch_proto.evaluation.projection.project_prototypes`).
+    image_shape : (int, int), default=(28, 28)
+    fig : Figure, optional
+    cmap : str, default="gray_r"
+    title : str, optional
+
+    Returns
+    -------
+    Figure
+        Both rows in input units (:func:`~minitorch_proto.plots.prototypes_in_input_space`).
+    """
+    learned, _ = prototypes_in_input_space(clf)
+    real, _ = prototypes_in_input_space(projected)
+    if learned.shape != real.shape:
+        raise ValueError(f"clf has prototypes of shape {learned.shape} and projected {real.shape}: "
+                         "pass the model and its own projected copy.")
+    _check_shape(learned.shape[1], image_shape)
+    D = len(learned)
+    fig, axes = _axes_list(None, fig, 2 * D, D, (1.8, 1.9))
+    for row, (images, what) in enumerate(((learned, "learned"), (real, "nearest real"))):
+        for d in range(D):
+            ax = axes[row * D + d]
+            ax.imshow(images[d].reshape(image_shape), cmap=cmap, interpolation="nearest")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_title(f"P{d + 1}: {what}", fontsize=8)
+    fig.suptitle(title or "Learned prototypes and the training images they project onto", fontsize=10)
+    return fig
