@@ -264,6 +264,7 @@ def test_summary_spreads_by_hand():
     assert s.accuracy_std_folds == pytest.approx(np.std([0.5, 0.7, 0.9, 1.0], ddof=1))
     assert s.accuracy_se_repeats == pytest.approx(np.std([0.6, 0.95], ddof=1) / np.sqrt(2))
     assert s.n_folds == 4 and s.n_repeats == 2
+    assert s.fit_seconds_total == 4.0 and "fit_seconds" not in s  # a sum of per-fold shares, named as one
 
 
 def test_training_data_sets_together_equals_training_them_apart():

@@ -445,7 +445,8 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     Columns: ``accuracy_mean``, ``accuracy_std_folds`` (standard deviation over all
     folds, ddof=1), ``accuracy_se_repeats`` (standard error of the repetition means:
     their standard deviation / sqrt(number of repetitions); NaN for one repetition),
-    the same three for ``auc``, ``n_folds``, ``n_repeats`` and ``fit_seconds`` (total).
+    the same three for ``auc``, ``n_folds``, ``n_repeats`` and ``fit_seconds_total`` (the sum of the
+    rows' ``fit_seconds``, each a model's share of its fit's wall time).
     """
     if results.empty:
         raise ValueError("No results to summarise.")
@@ -462,6 +463,6 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
             )
         row["n_folds"] = len(g)
         row["n_repeats"] = g["repeat"].nunique()
-        row["fit_seconds"] = g["fit_seconds"].sum()
+        row["fit_seconds_total"] = g["fit_seconds"].sum()  # per-fold shares added up: not the same quantity
         out.append(row)
     return pd.DataFrame(out)
