@@ -249,6 +249,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         each prototype, or the similarity alone: its strength and that choice by inner accuracy
         (``head_scoring="accuracy"``, ``head_features="inner"``). ``overrides`` are ordinary parameters
         (``n_seeds=1`` gives one model); the result is an ordinary estimator (``clone``, ``save``/``load`` work).
+        What it is in practice (training barely moves the prototypes; transductive scaling): :mod:`~minitorch_proto.convex_head`.
         """
         return cls(**{**RECOMMENDED, **overrides})
 

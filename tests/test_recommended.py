@@ -486,3 +486,22 @@ def test_joblib_parallel_works_before_and_after_head_workers():
             head = workers.submit(**job)()
         np.testing.assert_array_equal(head.weight, fit_convex_head(**job).weight)
         assert Parallel(n_jobs=2)(delayed(abs)(-i) for i in range(4)) == [0, 1, 2, 3]
+
+
+def test_a_head_over_three_classes_is_solved_quickly_in_l2_and_warned_about_in_l1():
+    import time
+    import warnings
+
+    from minitorch_proto.convex_head import fit_convex_head
+
+    rng = np.random.default_rng(0)
+    y = np.arange(30) % 3
+    X = rng.normal(size=(30, 1100)) + y[:, None] * 0.3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no saga warning for L2: lbfgs solves it
+        t0 = time.perf_counter()
+        head = fit_convex_head(X, y, 3, penalty="l2", Cs=[1.0], inner_folds=2)
+    assert head.weight.shape == (3, 1100) and time.perf_counter() - t0 < 60
+    assert (np.argmax(X @ head.weight.T + head.bias, axis=1) == y).mean() > 0.9
+    with pytest.warns(RuntimeWarning, match="saga, which can take minutes"):
+        fit_convex_head(X[:12], y[:12], 3, penalty="l1", Cs=[1.0], inner_folds=2)
