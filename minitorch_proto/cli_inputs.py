@@ -7,6 +7,7 @@ line that names the option, the file and the fix.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 from pathlib import Path
@@ -130,6 +131,9 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         if not bags_dir.is_dir():
             raise ValueError(f"--bags-dir {bags_dir} is not a folder.")
         labels_path = _labels_path(args)
+        if not labels and not labels_path.exists():  # predict and explain read only the ids
+            raise ValueError(f"--labels {labels_path}: no such file; to predict, a CSV with just a 'bag' column "
+                             "naming each bag's file (without its suffix) is enough.")
         check_input_file(labels_path, "--labels")
         # Predicting reads no labels: a blank or odd label column is no error then.
         ds = DiskBagDataset(bags_dir, labels_path, bag_col=bag_col, label_col=label_col if labels else None,
@@ -175,7 +179,12 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
                          "name it with --label-col.")
     if not labels:
         # Predicting ignores labels: a placeholder (blank or mixed labels are no error), one reader for both cases.
-        df[label_col] = 0
+        # assign, not df[...] = : a wide frame warns about fragmentation when a column is inserted in place.
+        df = df.assign(**{label_col: 0})
+        if feature_names is None and not no_header:
+            print(f"note: the model records no feature names (fitted without feature_names=), so the feature columns "
+                  f"of --csv {path} are taken in their order; a file with its columns in another order would be "
+                  "read wrongly.", file=sys.stderr)
     others = [c for c in columns if c not in (bag_col, label_col)]
     if feature_names is not None and not no_header:  # without a header the columns are the model's in order
         # Sets: matching 100,000 columns by name must cost about as much as reading them.
@@ -213,7 +222,8 @@ def _check_label_column(y, where: str, label_col: str) -> None:
     # Which class is "positive" is the sorted order's second: with names like cancer/healthy that is the
     # wrong one for the asymmetric methods (mi-SVM, mi-Net look for its witnesses), and nothing else says so.
     names = {str(c).lower() for c in classes.tolist()}
-    if len(classes) == 2 and names not in NATURAL_ORDER:
+    first_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun every process reads the labels
+    if len(classes) == 2 and names not in NATURAL_ORDER and first_process:
         positive = np.asarray(classes[1]).item()
         print(f"note: {where}: {positive!r} is the positive class (the second of the labels in sorted order): "
               "mi-SVM and mi-Net look for its witnesses, and explanations are evidence for it; relabel "

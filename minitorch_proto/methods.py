@@ -153,7 +153,8 @@ class Method:
     def common(self, random_state: int = 0, dataset: str | None = None) -> InnerCVSelection:
         """The method under the common budget: grid chosen on inner folds, seed ensemble if stochastic."""
         if not self.grid:
-            raise ValueError(f"{self.key} has no common budget.")
+            raise ValueError(f"{self.key} has no common budget (the baselines have one; the prototype model's tuned "
+                             "rows are methods of their own: prototype-tuned, prototype-best); drop --budget common.")
         est = self.build(random_state, dataset)
         prefix = "estimator__" if isinstance(est, StandardizedMIL) else ""
         grid = [{prefix + k: v for k, v in c.items()} for c in self.grid]
@@ -293,4 +294,8 @@ def make(key: str, random_state: int = 0, *, dataset: str | None = None, budget:
 def display_name(label: str) -> str:
     """The name a table or plot shows for a results label or key (the label itself when unknown)."""
     m = _BY_LABEL.get(label) or METHODS.get(label)
-    return m.display if m is not None else label
+    if m is None:  # a baseline under the common budget: "miles (tuned on inner CV)" -> "MILES (tuned on inner CV)"
+        base, sep, budget = label.partition(" (")
+        m = METHODS.get(base) if sep else None
+        return f"{m.display} ({budget}" if m is not None else label
+    return m.display

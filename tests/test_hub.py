@@ -289,3 +289,16 @@ def test_measured_results_holds_exactly_the_measured_methods():
     assert set(load_frozen("measured_results")["method"]) == labels
     assert set(methods.MEASURED) < set(methods.ALL)
     assert not {"prototype-recommended", "prototype-monotone", "prototype-best"} & set(methods.MEASURED)
+
+
+def test_compare_labels_common_budget_rows_as_reproduce_does(tmp_path, capsys):
+    bags, y = make_concept_bags(n_bags=18, n_features=3, seed=4)
+    out = tmp_path / "out"
+    assert cli.main(["compare", "--csv", str(_csv(tmp_path, bags, y)), "--methods", "bag_stats", "--budget", "common",
+                     "--repeats", "1", "--folds", "3", "--out", str(out), "--quiet"]) == 0
+    # The same label as reproduce --budget common: a defaults run's rows looked the same before.
+    assert set(pd.read_csv(out / "results.csv").method) == {"bag_stats (tuned on inner CV)"}
+    assert "(tuned on inner CV)" in (out / "summary.txt").read_text()
+    assert cli.main(["compare", "--csv", str(_csv(tmp_path, bags, y)), "--methods", "prototype", "--budget", "common",
+                     "--out", str(tmp_path / "x")]) == 2
+    assert "prototype-tuned, prototype-best" in capsys.readouterr().err

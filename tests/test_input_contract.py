@@ -513,3 +513,41 @@ def test_tables_and_folds_that_say_something_else_are_refused(tmp_path):
         cross_validate(make("bag_stats"), one.bags, one.y, folds)
     with pytest.raises(ValueError, match="at least one fold"):
         cross_validate(make("bag_stats"), one.bags, one.y, [])
+
+
+def test_the_readme_recipe_keeps_feature_names_and_predict_says_when_a_model_has_none(tmp_path, capsys):
+    import warnings
+
+    from minitorch_proto import load_bags_csv
+
+    ids = [f"mol_{i}" for i in range(12)]
+    path = _csv(tmp_path / "d.csv", ids, ["cancer", "healthy"] * 6, n_features=4)
+    data = load_bags_csv(path)
+    assert list(data.feature_names) == ["f0", "f1", "f2", "f3"]
+    assert list(data.subset([0, 1]).feature_names) == list(data.feature_names)
+    named = PrototypeMILClassifier(epochs=2, n_prototypes=3).fit(data.bags, data.y, feature_names=data.feature_names)
+    nameless = PrototypeMILClassifier(epochs=2, n_prototypes=3).fit(data.bags, data.y)
+    frame = pd.read_csv(path).drop(columns="label")
+    frame.to_csv(tmp_path / "new.csv", index=False)
+    frame[["bag", "f3", "f2", "f1", "f0"]].to_csv(tmp_path / "reversed.csv", index=False)
+    named.save(tmp_path / "named.safetensors")
+    nameless.save(tmp_path / "nameless.safetensors")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # pandas' PerformanceWarning for the placeholder label column before
+        outs = [_run(capsys, "predict", "--model", tmp_path / "named.safetensors", "--csv", tmp_path / f)
+                for f in ("new.csv", "reversed.csv")]
+    assert outs[0][0] == outs[1][0] == 0 and outs[0][1] == outs[1][1]  # matched by name: the same predictions
+    assert "note" not in outs[0][2]
+    code, _, err = _run(capsys, "predict", "--model", tmp_path / "nameless.safetensors", "--csv", tmp_path / "new.csv")
+    assert code == 0 and "records no feature names" in err and "taken in their order" in err
+
+
+def test_predicting_a_bag_folder_without_labels_says_what_is_enough(tmp_path, capsys):
+    bags, y = make_concept_bags(n_bags=6, n_features=3)
+    write_bag_folder(tmp_path / "bags", bags, y, [f"s{i}" for i in range(6)], fmt="npy")
+    model = PrototypeMILClassifier(epochs=1, n_prototypes=2).fit(bags, y).save(tmp_path / "m.safetensors")
+    (tmp_path / "bags" / "labels.csv").unlink()
+    code, _, err = _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags")
+    assert code == 2 and "a CSV with just a 'bag' column" in err and len(err.splitlines()) == 1
+    pd.DataFrame({"bag": [f"s{i}" for i in range(6)]}).to_csv(tmp_path / "bags" / "labels.csv", index=False)
+    assert _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags")[0] == 0

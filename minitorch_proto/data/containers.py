@@ -60,6 +60,10 @@ class BagDataset:
         whatever the bag column held for the user's data).
     source : str
         File path or URL the data were read from ("" when built in memory).
+    feature_names : ndarray of str, optional
+        The feature columns' names when the source had them (a CSV's header): pass them on as
+        ``fit(data.bags, data.y, feature_names=data.feature_names)``, so a saved model matches a
+        CSV's columns by name when it predicts.
 
     Notes
     -----
@@ -73,6 +77,7 @@ class BagDataset:
     y: np.ndarray
     bag_ids: np.ndarray
     source: str = ""
+    feature_names: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.bags = check_bags(self.bags, name=f"{self.name} bags")
@@ -87,6 +92,10 @@ class BagDataset:
             raise ValueError(
                 f"{self.name}: {n} bags but {len(self.bag_ids)} bag ids: they must match."
             )
+        if self.feature_names is not None:
+            self.feature_names = np.asarray([str(n) for n in self.feature_names], dtype=object)
+            if len(self.feature_names) != self.n_features:
+                raise ValueError(f"{self.name}: {self.n_features} features but {len(self.feature_names)} feature names.")
         repeated = pd.Index(self.bag_ids)[pd.Index(self.bag_ids).duplicated()].unique()
         if len(repeated):
             # Predictions, explanations and split files name bags by id: two bags under one id would mix.
@@ -181,6 +190,7 @@ class BagDataset:
             y=self.y[positions],
             bag_ids=self.bag_ids[positions],
             source=self.source,
+            feature_names=self.feature_names,
         )
 
 

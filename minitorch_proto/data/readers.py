@@ -384,7 +384,7 @@ def from_dataframe(
     bags, raw_y, bag_ids = _group_rows(X, codes.astype(np.float64), keys, sort_ids=False, where=where,
                                        label_names=np.asarray(names))
     y = np.asarray(names)[raw_y.astype(np.int64)]
-    return BagDataset(name, bags, y, bag_ids)
+    return BagDataset(name, bags, y, bag_ids, feature_names=[str(c) for c in feature_cols])
 
 
 def shown_names(names: list, most: int = 8) -> str:

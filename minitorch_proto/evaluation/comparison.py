@@ -17,6 +17,7 @@ import pandas as pd
 
 from ..methods import Method, make
 from ..utils import progress_bar
+from .baseline_cv import budget_label
 from .cv import Fold, cross_validate, summarize
 
 __all__ = ["compare_methods", "comparison_summary"]
@@ -55,14 +56,17 @@ def compare_methods(
     Returns
     -------
     DataFrame of :data:`~minitorch_proto.evaluation.cv.RESULT_COLUMNS`, the ``method``
-    column holding each method's results label; with ``return_predictions``, a tuple
+    column holding each method's results label (a baseline's under ``budget="common"``: its common-budget
+    label, as ``reproduce`` writes it); with ``return_predictions``, a tuple
     ``(results, predictions)``.
     """
     estimators = [make(m.key, random_state, dataset=table1, budget=budget) for m in methods]
     frames, predictions = [], []
     for m, est in progress_bar(list(zip(methods, estimators)), progress, "methods"):
         t0 = time.perf_counter()
-        res, pred = cross_validate(est, bags, y, folds, dataset=dataset, method=m.label, n_jobs=n_jobs,
+        # Under the common budget a baseline's rows carry reproduce's label for it ("miles (tuned on inner CV)").
+        label = budget_label(m.key, budget) if m.family == "baseline" else m.label
+        res, pred = cross_validate(est, bags, y, folds, dataset=dataset, method=label, n_jobs=n_jobs,
                                    return_predictions=True, bag_ids=bag_ids)
         predictions.append(pred)
         if progress:
