@@ -24,7 +24,7 @@ __all__ = ["data_provenance", "load_benchmark_for", "load_benchmarks", "load_dat
 
 def load_benchmark_for(args, name: str):
     """One benchmark, with the CLI's own wording when its checksum differs."""
-    from .data import ChecksumError, load_benchmark
+    from .data import ChecksumError, DownloadError, load_benchmark
 
     try:
         return load_benchmark(name, data_dir=args.data_dir, download=not args.no_download,
@@ -33,6 +33,11 @@ def load_benchmark_for(args, name: str):
     except ChecksumError as exc:
         # The library's advice (verify=False) is an API argument; here the switch is a flag.
         raise ChecksumError(str(exc).replace("pass verify=False", "add --no-verify")) from None
+    except (FileNotFoundError, DownloadError) as exc:  # the same advice in the command line's words
+        text = re.sub(r"Call load_benchmark\([^)]*\)", "Drop --no-download", str(exc))
+        text = text.replace("and download=False", "and --no-download was given").replace(
+            "(or pass data_dir=...)", "(or pass --data-dir)").replace("given by data_dir;", "given by --data-dir;")
+        raise type(exc)(text) from None
 
 
 def load_benchmarks(args, names: Sequence[str]) -> dict:
