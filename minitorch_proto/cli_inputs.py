@@ -111,7 +111,7 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
     column count is checked instead.
     """
     from .data import from_dataframe
-    from .data.readers import shown_names, ids_as_written, index_by_line
+    from .data.readers import ids_as_written, index_by_line, looks_like_data, shown_names
 
     no_header = bool(getattr(args, "no_header", False))
     if no_header and not getattr(args, "csv", None):
@@ -176,7 +176,7 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         raise ValueError(f"--bag-col and --label-col both name column {bag_col!r}; they must differ.")
     if bag_col not in columns:
         hint = "name it with --bag-col"
-        if not no_header and _looks_like_data(columns):
+        if not no_header and looks_like_data(columns):
             hint = "its first row looks like data, not names: for a file without a header add --no-header"
         raise ValueError(f"--csv {path} has no bag column {bag_col!r} (columns: {shown_names(columns)}); {hint}.")
     if label_col not in columns and labels:
@@ -278,7 +278,9 @@ def _header_names(path: Path) -> list[str]:
 
 def _check_names(path: Path, parsed, written: list[str]) -> None:
     """Refuse a header whose names pandas had to invent: they would become features nobody named."""
-    if len(written) != len(parsed) or _looks_like_data(written):
+    from .data.readers import looks_like_data
+
+    if len(written) != len(parsed) or looks_like_data(written):
         return  # another dialect than the csv module's, or no header at all (the bag-column check says so)
     blank = [j for j, n in enumerate(written) if not n.strip()]
     if blank:
@@ -293,24 +295,6 @@ def _check_names(path: Path, parsed, written: list[str]) -> None:
 
 def _shown_text(names: list[str]) -> str:
     return ", ".join(repr(n) for n in names[:5]) + (" ..." if len(names) > 5 else "")
-
-
-def _looks_like_data(names: Sequence[str]) -> bool:
-    """Whether a header row reads as a row of data: numbers, but for one text bag id (``0,b000,0.1,...``)."""
-    return len(names) > 2 and sum(not _numbers([n]) for n in names) <= 1
-
-
-def _numbers(names: Sequence[str]) -> bool:
-    """Whether every column name reads as a number (pandas suffixes repeats: "0", "0.1", "8.5.1")."""
-    def number(text: str) -> bool:
-        for candidate in (text, text.rpartition(".")[0]):
-            try:
-                return bool(candidate) and float(candidate) == float(candidate)
-            except ValueError:
-                pass
-        return False
-
-    return all(number(n) for n in names)
 
 
 @contextlib.contextmanager

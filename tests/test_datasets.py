@@ -594,3 +594,12 @@ def test_the_datasets_command_says_which_file_is_missing_which_corrupt_and_the_f
     assert main(["datasets", "--data-dir", str(tmp_path), "--no-verify"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[3].split()[:2] == ["fox", "unusable"] and out[6].startswith("fox: unusable: ")
+
+
+def test_load_bags_csv_on_a_headerless_file_says_how_to_read_it(shared_mil):
+    from minitorch_proto import load_bags_csv
+
+    with pytest.raises(ValueError, match="first row looks like data, not names: read the file with header=None"):
+        load_bags_csv(shared_mil / "Musk1.csv")  # the benchmarks' layout: label, bag, features, no header
+    data = load_bags_csv(shared_mil / "Musk1.csv", header=None, bag_col=1, label_col=0)  # as the message says
+    assert (data.n_bags, data.n_features) == (92, 166)

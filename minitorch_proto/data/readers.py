@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -344,7 +344,10 @@ def from_dataframe(
     known = set(columns)  # sets, not lists: tables of 100,000 feature columns are matched in linear time
     for role, col in (("bag_col", bag_col), ("label_col", label_col)):
         if col not in known:
-            raise ValueError(f"{where}: column {col!r} ({role}) not found; columns are {shown_names(columns)}.")
+            hint = ("; its first row looks like data, not names: read the file with header=None and name the "
+                    "columns by position (bag_col=1, label_col=0 in the benchmarks' layout)"
+                    if looks_like_data([str(c) for c in columns]) else "")
+            raise ValueError(f"{where}: column {col!r} ({role}) not found; columns are {shown_names(columns)}{hint}.")
     if feature_cols is None:
         feature_cols = [c for c in columns if c not in (bag_col, label_col)]
     else:
@@ -385,6 +388,24 @@ def from_dataframe(
                                        label_names=np.asarray(names))
     y = np.asarray(names)[raw_y.astype(np.int64)]
     return BagDataset(name, bags, y, bag_ids, feature_names=[str(c) for c in feature_cols])
+
+
+def looks_like_data(names: Sequence[str]) -> bool:
+    """Whether a header row reads as a row of data: numbers, but for one text bag id (``0,b000,0.1,...``)."""
+    return len(names) > 2 and sum(not _all_numbers([n]) for n in names) <= 1
+
+
+def _all_numbers(names: Sequence[str]) -> bool:
+    """Whether every column name reads as a number (pandas suffixes repeats: "0", "0.1", "8.5.1")."""
+    def number(text: str) -> bool:
+        for candidate in (text, text.rpartition(".")[0]):
+            try:
+                return bool(candidate) and float(candidate) == float(candidate)
+            except ValueError:
+                pass
+        return False
+
+    return all(number(n) for n in names)
 
 
 def shown_names(names: list, most: int = 8) -> str:
