@@ -155,6 +155,23 @@ def test_ladder_table_pairs_folds_and_computes_standard_errors_by_hand():
     assert "+ x (1/1)" in text and "a +0.150" in text
 
 
+def test_a_ladder_run_that_skips_rungs_credits_what_the_difference_measures():
+    import pandas as pd
+
+    from minitorch_proto.book.verdicts import ladder_verdict
+    from minitorch_proto.evaluation.ladder import ladder_table
+
+    rows = [dict(dataset="a", method=m, repeat=1, fold=f, accuracy=acc + 0.01 * f, fit_seconds=1.0)
+            for m, acc in (("paper", 0.5), ("+ distance", 0.8), ("+ init", 0.81)) for f in (1, 2, 3)]
+    table = ladder_table(pd.DataFrame(rows)).set_index("step")
+    # Fixed rungs are cumulative: "+ distance" also holds "+ rates", which this run skipped.
+    assert table.loc["+ distance", "against"] == "paper"
+    assert table.loc["+ distance", "adds"] == "+ rates + distance"
+    assert table.loc["+ init", "adds"] == "+ init"
+    text = ladder_verdict(table.reset_index())
+    assert "+ rates + distance (1/1)" in text
+
+
 def test_cross_validated_ensemble_rows_average_the_seeds():
     from minitorch_proto.estimator import PrototypeMILClassifier
     from minitorch_proto.evaluation.ladder import ladder_configs

@@ -354,18 +354,22 @@ def ranking_verdict(
 def ladder_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None) -> str:
     """Two or three sentences from a ladder table: which rungs helped clearly, and the end point.
 
-    ``table`` comes from :func:`~minitorch_proto.evaluation.ladder.ladder_table`.
+    ``table`` comes from :func:`~minitorch_proto.evaluation.ladder.ladder_table`. A rung whose
+    difference spans skipped rungs is credited under what it measures (its ``adds`` column,
+    e.g. ``+ rates + distance``), not under its own name.
     """
     steps = list(dict.fromkeys(table["step"]))
     clear_up, clear_down = [], []
     for step in steps[1:]:
         t = table[table["step"] == step]
+        adds = t["adds"].dropna().unique() if "adds" in t else []
+        label = str(adds[0]) if len(adds) == 1 else step
         up = t[(t["diff"] > 2 * t["diff_se"])]
         down = t[(t["diff"] < -2 * t["diff_se"])]
         if len(up) >= (len(t) + 1) // 2 and len(up) > 0:
-            clear_up.append(f"{step} ({len(up)}/{len(t)})")
+            clear_up.append(f"{label} ({len(up)}/{len(t)})")
         if len(down) >= (len(t) + 1) // 2 and len(down) > 0:
-            clear_down.append(f"{step} ({len(down)}/{len(t)})")
+            clear_down.append(f"{label} ({len(down)}/{len(t)})")
     first, last = steps[0], steps[-1]
     gains = []
     for ds, g in table.groupby("dataset", sort=False):

@@ -157,17 +157,21 @@ def ladder_table(results: pd.DataFrame, metric: str = "accuracy") -> pd.DataFram
 
     Rungs keep the order in which they first appear in ``results``. ``seconds`` is the
     rung's total fitting time over all folds (search included for the nested rung).
+    ``against`` names the rung the difference is taken to and ``adds`` what that difference
+    measures: a fixed rung keeps everything above it, so when a run skips rungs (``paper`` then
+    ``+ distance``), the difference measures the skipped ingredients too (``+ rates + distance``).
     """
     order = list(dict.fromkeys(results["method"]))
     rows = []
     for ds, g in results.groupby("dataset", sort=False):
-        prev = None
+        prev, prev_step = None, None
         for step in order:
             r = g[g["method"] == step].sort_values(["repeat", "fold"])
             if r.empty:
                 continue
             row = dict(dataset=ds, step=step, mean=r[metric].mean(), se=_se(r[metric], r["repeat"]),
-                       n_folds=len(r), n_repeats=r["repeat"].nunique(), seconds=r["fit_seconds"].sum())
+                       n_folds=len(r), n_repeats=r["repeat"].nunique(), seconds=r["fit_seconds"].sum(),
+                       against=prev_step, adds=_ingredients(prev_step, step) if prev_step is not None else None)
             if prev is not None:
                 m = r.merge(prev, on=["repeat", "fold"], suffixes=("", "_prev"))
                 d = m[metric] - m[f"{metric}_prev"]
@@ -175,9 +179,17 @@ def ladder_table(results: pd.DataFrame, metric: str = "accuracy") -> pd.DataFram
             else:
                 row["diff"], row["diff_se"] = np.nan, np.nan
             rows.append(row)
-            prev = r[["repeat", "fold", metric]]
+            prev, prev_step = r[["repeat", "fold", metric]], step
     return pd.DataFrame(rows, columns=["dataset", "step", "mean", "se", "diff", "diff_se", "n_folds", "n_repeats",
-                                       "seconds"])
+                                       "seconds", "against", "adds"])
+
+
+def _ingredients(before: str, step: str) -> str:
+    """What the difference from rung ``before`` to fixed rung ``step`` measures: every fixed rung in between."""
+    fixed = [name for name, _ in LADDER_STEPS]
+    if before not in fixed or step not in fixed or fixed.index(step) <= fixed.index(before):
+        return step  # the nested rung, or rows that are not fixed rungs: the step itself
+    return " ".join(fixed[fixed.index(before) + 1:fixed.index(step) + 1])
 
 
 def best_baseline_comparison(results: pd.DataFrame, baselines: pd.DataFrame, method: str,
