@@ -43,12 +43,13 @@ def _measure(name, clf, train, test, seed, target, fit_seconds, k: int = K, min_
     ref = evidence_reference(clf, train.bags)
     accuracy, auc = scores_from_proba((test.y == 1).astype(int), clf.predict_proba(test.bags))
     # The sweep's digit-like test (book.mnist_seed_sweep): the prototype with the most negative min-pooling
-    # coefficient, and how many of its k nearest training digits are the target.
-    ev, _, digits = evidence_prototype_hits(clf, train.bags, train.info["digits"], k)
+    # coefficient, and how many of its k nearest training digits are the target (not digit-like when that
+    # coefficient is positive: then no prototype's closeness is evidence for the target).
+    ev, coefficient, digits = evidence_prototype_hits(clf, train.bags, train.info["digits"], k)
     hits = sum(d == int(target) for d in digits)
     row = {"model": name, "target": target, "seed": seed, "bag_auc": auc,
            "bag_accuracy": accuracy, "evidence_prototype": ev + 1,
-           "hits": hits, "digit_like": hits >= min_hits}
+           "hits": hits, "digit_like": hits >= min_hits and coefficient < 0}
     for method in EVIDENCE_METHODS:
         for average in ("pooled", "bag"):
             row[f"{method}_{average}"] = evidence_auc(clf, test.bags, test.instance_labels, method,

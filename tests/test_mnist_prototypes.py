@@ -57,13 +57,24 @@ def test_seed_sweep_reports_the_evidence_prototype_and_its_neighbours():
     for _, row in table.iterrows():
         digits = [int(d) for d in row["nearest_digits"].split()]
         assert len(digits) == 8 and row["hits"] == sum(d == 9 for d in digits)
-        assert row["digit_like"] == (row["hits"] >= 6)
+        assert row["digit_like"] == (row["hits"] >= 6 and row["coefficient"] < 0)
         assert row["coefficient"] < 0 or row["coefficient"] == table["coefficient"].min()
     # With a clean synthetic "9" the data-driven start finds it.
     assert table["digit_like"].all()
     assert runs[(9, 0)]["start"] == "discriminative training instances"
     text = mnist_sweep_verdict(table)
     assert "target 9: 2 of 2 runs" in text
+
+
+def test_a_prototype_that_is_evidence_against_the_target_is_never_digit_like(monkeypatch):
+    from minitorch_proto.book import mnist_prototypes as mp
+
+    images, labels = _fake_digits()
+    # Every neighbour a 9, but a positive coefficient: coming close to it is evidence *against* target 9.
+    monkeypatch.setattr(mp, "evidence_prototype_hits", lambda clf, bags, digits, k: (0, 0.7, [9] * k))
+    table, _ = mnist_seed_sweep(targets=[9], seeds=[0], images=images, labels=labels, n_train_bags=40,
+                                n_test_bags=20, epochs=1, test_fraction=0.3)
+    assert table.loc[0, "hits"] == 8 and not table.loc[0, "digit_like"]
 
 
 def _small(**kw):

@@ -88,6 +88,14 @@ def test_ablation_verdict_names_best_and_worst_and_the_gap():
 def test_formulation_and_own_data_verdicts():
     text = formulation_verdict(1.0, 0.95, 0.5, 2.3, 0.12)
     assert "1.00" in text and "0.95" in text and "0.50" in text and "moved to within 0.12" in text
+    assert "found the concept without" in text
+    # One epoch: the larger problem at chance and the prototype still far: no claim that it found anything.
+    short = formulation_verdict(0.5, 0.5, 0.5, 2.3, 2.0, concept_radius=0.5)
+    assert "did not find the concept" in short and "within 0.50" in short
+    assert "did not find" in formulation_verdict(1.0, 1.0, 0.5, 2.3, 0.8, concept_radius=0.5)
+    assert "ended 2.40 from" in formulation_verdict(1.0, 1.0, 0.5, 2.3, 2.4)
+    text = ablation_verdict(pd.DataFrame({"setting": ["base", "a", "b"], "delta": [0.0, 0.0, 0.02]}), baseline="base")
+    assert "none lowered it" in text and "largest loss" not in text
     s = summary([("d", "prototype", "final", 0.9, 0.01, 0.05), ("d", "bag_stats", "final", 0.8, 0.01, 0.04)])
     text = own_data_verdict(s, method="prototype", baseline="bag_stats", held_out_accuracy=0.93,
                             reload_identical=True, display={"bag_stats": "bag statistics"})

@@ -324,6 +324,8 @@ def evidence_prototype_hits(clf, bags: Sequence[np.ndarray], digits: Sequence[np
     labels (``digits``, aligned with ``bags``) of its ``k`` nearest instances among ``bags``.
     For a seed ensemble the evidence prototype is the most negative over every member's prototypes
     (coefficients in each member's own standardised units), indexed ``member * D + prototype``.
+    The most negative coefficient can be positive (no prototype is evidence for the target):
+    callers check its sign.
     """
     from ..evaluation.explain import closeness_coefficients, ensemble_members, nearest_instances
 
@@ -476,7 +478,9 @@ def mnist_seed_sweep(targets: Sequence[int] = (9, 5), seeds: Sequence[int] = ran
     For each run, the *evidence prototype* is the one with the most negative min-pooling
     coefficient (coming close to it is evidence for the target); ``hits`` counts the target
     among its ``k`` nearest training digits, and ``digit_like`` is ``hits >= min_hits``
-    (default :func:`digit_like_bar` of ``k``). Nothing here reads the test bags except the
+    (default :func:`digit_like_bar` of ``k``) with a negative coefficient: when no prototype's
+    closeness is evidence for the target, the one picked is evidence against it, whatever its
+    neighbours. Nothing here reads the test bags except the
     reported test scores.
 
     Returns
@@ -500,7 +504,7 @@ def mnist_seed_sweep(targets: Sequence[int] = (9, 5), seeds: Sequence[int] = ran
                              test_accuracy=run["test_accuracy"],
                              majority_accuracy=max(run["test_positive_share"], 1 - run["test_positive_share"]),
                              evidence_prototype=ev + 1, coefficient=coefficient,
-                             nearest_digits=" ".join(map(str, digits)), hits=hits, digit_like=hits >= min_hits,
+                             nearest_digits=" ".join(map(str, digits)), hits=hits, digit_like=hits >= min_hits and coefficient < 0,
                              fit_seconds=run["fit_seconds"], image_source=run["image_source"]))
             runs[(int(target), int(seed))] = run
     return pd.DataFrame(rows), runs

@@ -227,9 +227,12 @@ def ablation_verdict(
     se = rows["delta_se"] if "delta_se" in rows else pd.Series(np.nan, index=rows.index)
     clear = rows[np.abs(rows["delta"]) > z * se.fillna(np.inf)]
     n_cells = len(rows)
-    text = (f"The largest gain is {per_setting[best]:+.3f} ({best}) and the largest loss {per_setting[worst]:+.3f} "
-            f"({worst}), averaged over the data sets; {len(clear)} of {n_cells} measured changes are larger than "
-            f"{z:g} standard errors.")
+    gain = (f"The largest gain is {per_setting[best]:+.3f} ({best})" if per_setting[best] > 0 else
+            f"No setting raised accuracy (the best change is {per_setting[best]:+.3f}, {best})")
+    loss = (f"the largest loss {per_setting[worst]:+.3f} ({worst})" if per_setting[worst] < 0 else
+            f"none lowered it (the smallest change is {per_setting[worst]:+.3f}, {worst})")
+    text = (f"{gain} and {loss}, averaged over the data sets; {len(clear)} of {n_cells} measured changes are "
+            f"larger than {z:g} standard errors.")
     if gap is None or not np.isfinite(gap):
         return text.split("; ")[0] + "." if brief else text
     if per_setting[best] >= gap:
@@ -247,6 +250,7 @@ def formulation_verdict(
     mean_baseline_accuracy: float,
     concept_distance_start: float,
     concept_distance_end: float,
+    concept_radius: float | None = None,
 ) -> str:
     """The toy problem's result: separation in distance space and where the prototypes went.
 
@@ -260,18 +264,31 @@ def formulation_verdict(
         Training accuracy of a linear model on the bag means of the larger problem.
     concept_distance_start, concept_distance_end : float
         Distance from the concept point to its nearest prototype, before and after training.
+    concept_radius : float, optional
+        How close a prototype must end to have found the concept (e.g. a quarter of the toy
+        data's ``offset``: nearer the concept than halfway to any other instance). The verdict
+        says it found the concept only when the prototype ends within it and the larger problem
+        is fitted (training accuracy at least 0.9); None (default) judges the distance alone
+        against half the start.
 
     Returns
     -------
     str
         Two sentences.
     """
-    moved = "moved to within" if concept_distance_end < concept_distance_start else "ended"
+    radius = concept_distance_start / 2 if concept_radius is None else float(concept_radius)
+    found = concept_distance_end <= radius and larger_accuracy >= 0.9
+    if concept_distance_end < concept_distance_start:
+        where = f"moved to within {concept_distance_end:.2f} of the concept point"
+    else:
+        where = f"ended {concept_distance_end:.2f} from the concept point"
+    ending = ("so the model found the concept without instance labels." if found else
+              f"so in this run the model did not find the concept (a prototype within {radius:.2f} of it and "
+              "a training accuracy of at least 0.90 on the larger problem would count).")
     return (f"The prototype model fits the four bags of Figure 1 with training accuracy {four_bag_accuracy:.2f} and "
             f"the larger toy problem with {larger_accuracy:.2f}, where a linear model on the bag means reaches "
-            f"{mean_baseline_accuracy:.2f}. The nearest prototype {moved} {concept_distance_end:.2f} of the concept "
-            f"point (it started {concept_distance_start:.2f} away), so the model found the concept without "
-            f"instance labels.")
+            f"{mean_baseline_accuracy:.2f}. The nearest prototype {where} (it started "
+            f"{concept_distance_start:.2f} away), {ending}")
 
 
 def own_data_verdict(
