@@ -18,6 +18,12 @@ def test_as_choices_reads_what_papermill_and_users_hand_over():
         as_choices(["m"], "datasets", BENCHMARKS)  # "musk1" split into letters used to reach the loader
     with pytest.raises(ValueError, match="parameter modes is empty"):
         as_choices([], "modes")
+    # papermill -p hands a list over as its text
+    assert as_choices('["elephant", "Fox"]', "datasets", BENCHMARKS, lower=True) == ["elephant", "fox"]
+    assert as_choices("[tiger, musk2]", "datasets", BENCHMARKS) == ["tiger", "musk2"]
+    assert as_choices("[3, 5]", "targets", range(10)) == [3, 5]
+    with pytest.raises(ValueError, match="does not parse; pass lists with papermill -y"):
+        as_choices("[fox, {]", "datasets", BENCHMARKS)
 
 
 def test_the_digit_like_bar_is_three_quarters_of_k():

@@ -21,7 +21,8 @@ def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower:
     Parameters
     ----------
     value : list, tuple, str or a single value
-        The parameter as given; a string or any single value becomes a one-item list.
+        The parameter as given; a string or any single value becomes a one-item list, and a
+        string that reads as a list (``'["fox", "tiger"]'``, what ``papermill -p`` passes) that list.
     name : str
         The parameter's name, for the message.
     allowed : iterable, optional
@@ -38,6 +39,8 @@ def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower:
     ValueError
         For an empty list or a value not in ``allowed``.
     """
+    if isinstance(value, str) and value.strip().startswith("[") and value.strip().endswith("]"):
+        value = _parse_list(value, name)
     values = [value] if isinstance(value, (str, bytes)) or not isinstance(value, Iterable) else list(value)
     if lower:
         values = [v.lower() if isinstance(v, str) else v for v in values]
@@ -49,6 +52,24 @@ def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower:
         if unknown:
             raise ValueError(f"parameter {name}: unknown {unknown}; valid values are {allowed}.")
     return values
+
+
+def _parse_list(text: str, name: str) -> list:
+    """``papermill -p datasets '["fox", "tiger"]'`` hands over the list as a string (``-y`` would not)."""
+    import json
+
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        try:  # YAML (papermill's own dependency) also reads [fox, tiger]
+            import yaml
+            parsed = yaml.safe_load(text)
+        except Exception:
+            parsed = None
+    if not isinstance(parsed, list):
+        raise ValueError(f"parameter {name}: {text!r} looks like a list but does not parse; pass lists with "
+                         "papermill -y, e.g. -y '{" + name + ": [a, b]}'.")
+    return parsed
 
 
 def output_folder(out_dir: str | os.PathLike | None, page: str) -> Path:
