@@ -8,7 +8,8 @@ script scores every candidate of ``recommended_lodo.CANDIDATES`` on a second fam
 choice for each benchmark reads the other four benchmarks *and* MNIST-bags.
 
 MNIST-bags is only ever a development set here: its bags come from the tuning seeds
-(``book.MNIST_TUNING_SEEDS``, disjoint from the seeds 0-9 whose results the MNIST page reports),
+(``book.MNIST_TUNING_SEEDS``, disjoint from the seeds 0-9 whose results the MNIST page reports,
+though every seed's bags draw on one image pool, so the reported seeds' test images appear here),
 and its score is never reported as a benchmark result. Each candidate is fitted on the training
 bags of each (target, seed) and scored by bag-level ROC AUC on that seed's test bags.
 

@@ -219,7 +219,7 @@ class InnerCVSelection(_Wrapper):
 
     For each candidate (a dict of ``set_params`` arguments) a copy is fitted on each of
     ``inner_folds`` stratified splits of the bags given to :meth:`fit` (shuffled with
-    ``random_state``; split s's copy seeded ``10 random_state + s``) and scored on that
+    ``random_state``; split s's copy, s = 1, 2, ..., seeded ``10 random_state + s``) and scored on that
     split's held-out bags. With ``scoring="accuracy"`` the candidate with the best mean
     inner accuracy wins (ties: mean inner AUC, then grid order); with ``scoring="auc"``
     the best mean inner AUC (a split whose AUC is undefined counts its accuracy; ties:
@@ -329,9 +329,9 @@ class InnerCVSelection(_Wrapper):
             scores /= max(n_splits[e_i], 1)
             if not n_splits[e_i]:  # nothing to choose on: the estimator as given, every candidate unscored
                 e.inner_scores_, e.best_score_, e.best_params_ = np.full((len(grid), 2), np.nan), np.nan, {}
-                e.selected_params_ = [{}] * int(e.top_k)
-                finals += [SeedEnsemble(clone(e.estimator), int(e.n_seeds), seeds[e_i]) if int(e.n_seeds) > 1
-                           else with_random_state(clone(e.estimator), seeds[e_i]) for _ in range(int(e.top_k))]
+                e.selected_params_ = [{}]  # one refit: top_k copies of one setting would be the same model
+                finals.append(SeedEnsemble(clone(e.estimator), int(e.n_seeds), seeds[e_i]) if int(e.n_seeds) > 1
+                              else with_random_state(clone(e.estimator), seeds[e_i]))
                 continue
             if e.scoring == "auc":  # equals keep grid order
                 ranked = sorted(range(len(grid)), key=lambda g: (-by_auc[g], g))
@@ -346,11 +346,11 @@ class InnerCVSelection(_Wrapper):
                 chosen = clone(e.estimator).set_params(**grid[g])
                 finals.append(SeedEnsemble(chosen, int(e.n_seeds), seeds[e_i]) if int(e.n_seeds) > 1
                               else with_random_state(chosen, seeds[e_i]))
-        final_sets = [s for e, s in zip(estimators, train_sets) for _ in range(int(e.top_k))]
+        final_sets = [s for e, s in zip(estimators, train_sets) for _ in e.selected_params_]
         refitted = iter(_fit_all(finals, final_sets, n_jobs) if len({type(f) for f in finals}) == 1 else
                         [f.fit(b, y) for f, (b, y) in zip(finals, final_sets)])
         for e in estimators:
-            e.estimators_ = [next(refitted) for _ in range(int(e.top_k))]
+            e.estimators_ = [next(refitted) for _ in e.selected_params_]
             e.best_estimator_ = e.estimators_[0]
             e.classes_ = np.asarray(e.best_estimator_.classes_)
         return estimators

@@ -104,6 +104,10 @@ def test_the_common_budget_on_a_class_of_one_or_two_bags():
     sel = next(e for e in _walk(est) if isinstance(e, InnerCVSelection))
     assert sel.best_params_ == {} and np.isnan(sel.inner_scores_).all()
     assert est.predict_proba(bags).shape == (12, 2)
+    top = InnerCVSelection(StandardizedMIL(BASELINES["bag_stats"](0), "none"), [{}, {}], top_k=2)
+    with pytest.warns(RuntimeWarning, match="smaller class has 1 bag"):
+        top.fit(bags, y)
+    assert len(top.estimators_) == 1 and top.selected_params_ == [{}]  # one refit, not top_k copies of it
     y[:2] = 1  # two: two inner splits, each with one positive bag to fit and one to score
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # scikit-learn's "least populated class" warning before

@@ -55,6 +55,18 @@ def test_means_standard_errors_and_ranks_by_hand():
     assert "5-seed ensemble" in table.loc["attention MIL (5-seed ensemble, tuned on inner CV)", "budget"]
 
 
+def test_average_ranks_rank_only_methods_measured_on_every_data_set():
+    from minitorch_proto.evaluation.report import average_ranks, ranked_table
+
+    res = _results({("a", "musk1"): [[0.8, 0.8]], ("a", "fox"): [[0.6, 0.6]],
+                    ("c", "musk1"): [[0.7, 0.7]], ("c", "fox"): [[0.7, 0.7]],
+                    ("b", "musk1"): [[0.9, 0.9]]})  # b ran where it does best only
+    ranks = average_ranks(res)
+    assert ranks["a"] == pytest.approx(1.5) and ranks["c"] == pytest.approx(1.5)
+    assert np.isnan(ranks["b"]) and ranks.index[-1] == "b"
+    assert "b" in ranked_table(res).index  # still shown, unranked
+
+
 def test_row_budget_reads_every_label_of_baseline_cv():
     assert row_budget(budget_label("miles", "defaults")).startswith("package defaults")
     assert row_budget(budget_label("miles", "common")).startswith("common budget: inner-CV tuning")

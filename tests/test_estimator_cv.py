@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator
 
 from minitorch_proto.evaluation.cv import (
     CVTask,
+    Fold,
     cross_validate,
     evaluate_tasks,
     split_file_folds,
@@ -283,6 +284,31 @@ def test_training_data_sets_together_equals_training_them_apart():
     pd.testing.assert_frame_equal(together[cols].reset_index(drop=True), apart[cols].reset_index(drop=True),
                                   check_exact=False, rtol=1e-9)
     assert list(together.dataset.unique()) == ["a", "b"]
+
+
+def test_tasks_with_other_labels_or_class_counts_score_as_alone():
+    import torch
+
+    bags, y = make_concept_bags(n_bags=24, seed=2)
+    three = make_concept_bags(n_bags=24, seed=3)[0]
+    y3 = np.arange(24) % 3
+    mconf, tconf = PrototypeMILConfig(n_prototypes=4), TrainConfig(epochs=2, lr_prototypes=1e-2, lr_classifier=1e-2)
+    folds = stratified_folds(y, 1, 3)
+    cols = ["accuracy", "auc"]
+    alone = evaluate_tasks([CVTask("a", bags, y, folds, mconf, tconf)], device="cpu", dtype=torch.float64)
+    # -1/+1 labels: -1 had been read as the last class (accuracy inverted)
+    signed = evaluate_tasks([CVTask("a", bags, 2 * y - 1, folds, mconf, tconf)], device="cpu", dtype=torch.float64)
+    np.testing.assert_allclose(signed[cols].to_numpy(), alone[cols].to_numpy())
+    # beside a three-class task of the same width: it had been trained as three classes
+    mixed, pred = evaluate_tasks([CVTask("a", bags, y, folds, mconf, tconf),
+                                  CVTask("t", three, y3, stratified_folds(y3, 1, 3), mconf, tconf)],
+                                 device="cpu", dtype=torch.float64, return_predictions=True)
+    np.testing.assert_allclose(mixed[mixed.dataset == "a"][cols].to_numpy(), alone[cols].to_numpy())
+    assert set(pred[pred.dataset == "a"]["label"]) == {0, 1}
+    # folds that test bags they train on are refused
+    leaky = [Fold(repeat=1, fold=1, train=np.arange(24), test=np.arange(6), seed=0)]
+    with pytest.raises(ValueError, match="must be disjoint"):
+        cross_validate(PrototypeMILClassifier(epochs=1), bags, y, leaky)
 
 
 def test_tuning_uses_inner_splits_only_and_picks_the_better_rate():

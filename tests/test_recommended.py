@@ -149,6 +149,11 @@ def test_leave_one_dataset_out_never_reads_the_held_out_set():
         assert again.loc[held, "score"] == poisoned.loc[base.loc[held, "chosen"], held]
     with pytest.raises(ValueError, match="two data sets"):
         leave_one_dataset_out(scores[["fox"]])
+    # A candidate run on fewer sets: judged on fewer, and with none at all, NaN had won the argmax.
+    partial = scores.copy()
+    partial.loc["c5", ["musk1", "fox"]] = np.nan
+    with pytest.raises(ValueError, match="missing: c5 on musk1, c5 on fox"):
+        leave_one_dataset_out(partial)
 
 
 def test_a_development_set_joins_every_choice_and_is_never_reported():

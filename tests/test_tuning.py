@@ -287,3 +287,13 @@ def test_search_cv_on_float32_bags_pools_each_bag_once(monkeypatch):
     assert pooled[0][0][0].dtype == np.float32  # kept as given: every use converts it exactly
     twin = cross_validate(HalvingSearch(SMALL), [b.astype(np.float32).astype(np.float64) for b in bags], y, folds)
     assert np.array_equal(res32[["accuracy", "auc"]].to_numpy(), twin[["accuracy", "auc"]].to_numpy())
+
+
+def test_a_search_on_too_few_bags_names_its_own_setting():
+    from minitorch_proto.evaluation.tuning import HalvingSearch
+
+    bags, y = make_concept_bags(12, seed=1)
+    y = np.zeros(12, dtype=int)
+    y[:2] = 1  # two positive bags: SMALL's two inner folds fit, three do not
+    with pytest.raises(ValueError, match=r"SearchBudget\(inner_folds=3\) needs; lower inner_folds"):
+        HalvingSearch(SearchBudget(n_candidates=2, factor=2, max_epochs=2, eval_every=1, inner_folds=3)).fit(bags, y)

@@ -207,13 +207,28 @@ class CVTask:
     classes: np.ndarray | None = None  # the user's names of labels 0..C-1, for predictions; None: 0..C-1
 
     def group_key(self) -> tuple:
-        # Learning rates may differ inside one batched program; nothing else may.
+        # Learning rates may differ inside one batched program; nothing else may (the number of
+        # classes included: a two-class task batched with a three-class one trained as three).
         return (
             int(np.asarray(self.bags[0]).shape[1]),
+            int(np.asarray(self.y).max()) + 1,
             self.model_config,
             replace(self.train_config, lr_prototypes=1.0, lr_classifier=1.0),
             self.standardization,
         )
+
+
+def _encoded(task: CVTask) -> CVTask:
+    """The task with labels 0..C-1 (the trainer indexes by label): -1/+1 had read -1 as the last class."""
+    from ..validation import check_labels
+
+    y, classes = check_labels(task.y, len(task.bags))
+    if task.classes is None:
+        return replace(task, y=y, classes=classes)
+    if not np.array_equal(np.asarray(task.y), y) or len(classes) > len(task.classes):
+        raise ValueError(f"task {task.dataset!r}: with classes given, y must hold their positions 0..C-1 "
+                         f"(C = {len(task.classes)}); leave classes=None to encode raw labels.")
+    return replace(task, y=y)
 
 
 def evaluate_tasks(
@@ -282,6 +297,7 @@ def evaluate_tasks(
         raise ValueError(f"Unknown evaluation(s) {sorted(unknown)}; choose from {sorted(EVALUATIONS)}.")
     groups: dict[tuple, list[CVTask]] = {}
     for task in tasks:
+        task = _encoded(task)
         groups.setdefault(task.group_key(), []).append(task)
     rows, predicted = [], []
     for group in groups.values():
@@ -402,6 +418,9 @@ def cross_validate(
         if len(f.test) == 0 or used.min(initial=0) < 0 or used.max(initial=0) >= len(bags):
             raise ValueError(f"fold (repeat {f.repeat}, fold {f.fold}) names bags outside 0..{len(bags) - 1} or "
                              "tests none: were the folds made for other data?")
+        if np.intersect1d(f.train, f.test).size or len(np.unique(f.test)) != len(f.test):
+            raise ValueError(f"fold (repeat {f.repeat}, fold {f.fold}) tests bags it trains on, or one bag twice: "
+                             "a fold's training and test bags must be disjoint.")
     copies = [with_random_state(estimator, f.seed) for f in folds]
     # Each bag fetched once: a lazy collection (DiskBagDataset) reads its file on every access, which would
     # give every fold its own copy of every bag (45 for 5 x 10) and leave the trainers nothing to share.

@@ -88,10 +88,16 @@ def table2(
 
 
 def average_ranks(results: pd.DataFrame, metric: str = "accuracy") -> pd.Series:
-    """Average rank (1 = best) of each measured method across data sets, final evaluation only."""
+    """Average rank (1 = best) of each measured method across data sets, final evaluation only.
+
+    Only methods measured on every data set in ``results`` are ranked, among themselves (as in
+    :func:`comparison_table`); a method missing a data set gets NaN, listed last: averaged over the
+    data sets it has, a method run only where it does best would come first.
+    """
     summ = summarize(results[results["evaluation"] == "final"])
     pivot = summ.pivot(index="method", columns="dataset", values=f"{metric}_mean")
-    return pivot.rank(ascending=False, axis=0).mean(axis=1).sort_values()
+    ranks = pivot.dropna().rank(ascending=False, axis=0).mean(axis=1)
+    return ranks.reindex(pivot.index).sort_values(na_position="last")
 
 
 def format_table(table: pd.DataFrame) -> str:
@@ -345,6 +351,11 @@ def leave_one_dataset_out(scores: pd.DataFrame, development: Sequence[str] = ())
     if scores.shape[1] < 2 or not held_out:
         raise ValueError("leave-one-data-set-out needs at least two data sets (columns), one of them no "
                          "development set.")
+    gaps = scores.isna()
+    if gaps.to_numpy().any():  # a candidate measured on fewer sets would be judged on fewer (NaN sorts first)
+        first = [f"{c} on {d}" for c, row in gaps.iterrows() for d in row.index[row.to_numpy()]][:3]
+        raise ValueError(f"every candidate needs a score on every data set; missing: {', '.join(first)}"
+                         f"{' ...' if gaps.to_numpy().sum() > 3 else ''}.")
     rows = []
     for held in held_out:
         others = scores.drop(columns=held).mean(axis=1)

@@ -185,7 +185,7 @@ def sample_candidates(n: int, random_state: int = 0, grid: dict[str, Sequence] |
 
 
 def halving_schedule(budget: SearchBudget) -> list[tuple[int, int]]:
-    """(candidates, epochs) of each rung, e.g. 27 x 5, 9 x 16, 3 x 50 for the default budget."""
+    """(candidates, epochs) of each rung, e.g. 27 x 6, 9 x 17, 3 x 50 for the default budget."""
     n, rungs = int(budget.n_candidates), []
     while True:
         rungs.append(n)
@@ -273,6 +273,11 @@ def search_many(
     inner = []
     for t, seed in zip(train_sets, seeds):
         t = np.asarray(t, dtype=np.int64)
+        smallest = int(np.bincount(y[t]).min())
+        if smallest < int(budget.inner_folds):  # said in the search's words, not the outer CV's n_folds
+            raise ValueError(f"the search's training bags have {smallest} bag(s) in their smaller class, fewer than "
+                             f"SearchBudget(inner_folds={budget.inner_folds}) needs; lower inner_folds or use "
+                             "fewer outer folds.")
         sub = stratified_folds(y[t], 1, budget.inner_folds, random_state=int(seed))
         inner.append([(t[f.train], t[f.test]) for f in sub])
     pool = sample_candidates(budget.n_candidates, budget.random_state, grid)

@@ -188,7 +188,7 @@ def plot_rank(
     """
     from ..evaluation.report import average_ranks
 
-    ranks = average_ranks(results, metric=metric)
+    ranks = average_ranks(results, metric=metric).dropna()  # methods measured on every data set
     n_sets = results.loc[results["evaluation"] == "final", "dataset"].nunique()
     fig, ax = _single_axes(ax, fig, (5.5, 0.6 + 0.4 * len(ranks)))
     ypos = np.arange(len(ranks))[::-1]
