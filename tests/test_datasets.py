@@ -418,6 +418,22 @@ def test_from_dataframe_keeps_first_appearance_order_and_ids():
     np.testing.assert_array_equal(ds.bags[2], [[4.0, 40.0]])
 
 
+def test_to_dataframe_writes_a_csv_that_reads_back_as_the_same_bags(tmp_path):
+    ds = from_dataframe(_user_frame(), name="mine")
+    table = ds.to_dataframe("case", "dx")
+    assert list(table.columns) == ["case", "dx", "f1", "f2"] and len(table) == ds.n_instances
+    table.to_csv(tmp_path / "bags.csv", index=False)
+    again = load_bags_csv(tmp_path / "bags.csv", bag_col="case", label_col="dx")
+    assert list(again.bag_ids) == list(ds.bag_ids) and list(again.feature_names) == ["f1", "f2"]
+    np.testing.assert_array_equal(again.y, ds.y)
+    for a, b in zip(again.bags, ds.bags):
+        np.testing.assert_array_equal(a, b)
+    nameless = BagDataset("x", ds.bags, ds.y, ds.bag_ids)
+    assert list(nameless.to_dataframe().columns) == ["bag", "label", "feature_1", "feature_2"]
+    with pytest.raises(ValueError, match="must differ"):
+        ds.to_dataframe("f1", "dx")
+
+
 def test_from_dataframe_keeps_row_order_inside_bags_when_interleaved():
     rng = np.random.default_rng(0)
     bags = rng.integers(0, 5, size=500)

@@ -193,6 +193,26 @@ class BagDataset:
             feature_names=self.feature_names,
         )
 
+    def to_dataframe(self, bag_col: str = "bag", label_col: str = "label") -> pd.DataFrame:
+        """The bags as one table, a row per instance: what :func:`~minitorch_proto.data.from_dataframe` reads.
+
+        Columns: ``bag_col`` (the bag ids), ``label_col`` (each bag's label on every row) and the
+        features, named by ``feature_names`` (``feature_1``, ... when there are none). So
+        ``ds.to_dataframe().to_csv(path, index=False)`` writes a CSV that
+        :func:`~minitorch_proto.data.load_bags_csv` reads back as the same bags.
+        """
+        names = ([str(n) for n in self.feature_names] if self.feature_names is not None
+                 else [f"feature_{j + 1}" for j in range(self.n_features)])
+        clash = {bag_col, label_col} & set(names)
+        if bag_col == label_col or clash:
+            raise ValueError(f"bag_col, label_col and the feature names must differ; {sorted(clash) or [bag_col]} "
+                             "is used twice.")
+        sizes = self.bag_sizes
+        table = pd.DataFrame(np.concatenate(self.bags), columns=names)
+        table.insert(0, label_col, np.repeat(self.y, sizes))
+        table.insert(0, bag_col, np.repeat(self.bag_ids, sizes))
+        return table
+
 
 @dataclass
 class SyntheticBags:
