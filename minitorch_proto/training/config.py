@@ -23,6 +23,8 @@ class TrainConfig:
     Attributes
     ----------
     epochs : int
+        Passes over the training bags. At Table 1's rates a few epochs score about chance: the
+        head has barely left its random start (:func:`~minitorch_proto.model.init_head`).
     lr_prototypes, lr_classifier : float
         Adam learning rates (alpha_p and alpha_w). Defaults: Musk1 in Table 1.
     batch_size : int
