@@ -274,6 +274,17 @@ def test_default_unit_test_models_build_the_named_estimators():
     assert (paper.n_prototypes, paper.epochs, paper.batch_size) == (24, 100, 1)
 
 
+def test_slow_unit_test_models_come_from_the_frozen_timings_and_every_model_is_timed():
+    from minitorch_proto.book import default_mil_unit_test_models, load_frozen, slow_unit_test_models
+
+    timed = set(load_frozen("mil_unit_tests_seeds")["model"])
+    # A model missing there would run live on page 06 whatever its cost: freeze it first.
+    assert set(default_mil_unit_test_models()) <= timed
+    slow = slow_unit_test_models()
+    assert "baseline: attention" in slow and "prototype (paper defaults)" not in slow
+    assert slow_unit_test_models(seconds=1e9) == [] and len(slow_unit_test_models(seconds=0)) == len(timed)
+
+
 def test_toy_training_snapshots_record_every_epoch():
     from minitorch_proto.book import toy_training_snapshots
 

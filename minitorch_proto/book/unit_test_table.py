@@ -12,7 +12,8 @@ from ..estimator import PrototypeMILClassifier
 from ..utils import EstimatorFactory
 from ..evaluation.mil_unit_tests import run_mil_unit_tests
 
-__all__ = ["UNIT_TEST_MIN_SETTINGS", "UNIT_TEST_MONOTONE_SETTINGS", "default_mil_unit_test_models", "mil_unit_test_table"]
+__all__ = ["UNIT_TEST_MIN_SETTINGS", "UNIT_TEST_MONOTONE_SETTINGS", "SLOW_SECONDS", "default_mil_unit_test_models",
+           "slow_unit_test_models", "mil_unit_test_table"]
 
 #: Settings of the "min pooling" prototype model of the unit-test table: a few prototypes
 #: started on training instances, rates large enough to converge in 30 epochs.
@@ -77,6 +78,24 @@ def default_mil_unit_test_models(include_baselines: bool = True) -> dict[str, Ca
         for name, factory in BASELINES.items():
             models[f"baseline: {name}"] = factory
     return models
+
+
+#: A model is slow for a live page when one seed of the three tests took longer than this (median
+#: over the seeds of the frozen full run, ``mil_unit_tests_seeds``).
+SLOW_SECONDS = 30.0
+
+
+def slow_unit_test_models(seconds: float = SLOW_SECONDS) -> list[str]:
+    """The models of :func:`default_mil_unit_test_models` that are slow to run live, by the frozen timings.
+
+    Read from the frozen full run rather than listed by hand, so a new model cannot slip into a
+    page's live run unnoticed (a test keeps every default model in that table).
+    """
+    from .frozen import load_frozen
+
+    timed = load_frozen("mil_unit_tests_seeds")
+    per_seed = timed.groupby(["model", "seed"])["seconds"].sum().groupby("model").median()
+    return [m for m in default_mil_unit_test_models() if per_seed.get(m, 0.0) > seconds]
 
 
 def mil_unit_test_table(
