@@ -4,7 +4,8 @@ from __future__ import annotations
 from .model import PrototypeMILConfig
 from .training import TrainConfig
 
-__all__ = ["TABLE1", "PAPER_TABLE2", "REPORTED_BASELINES", "paper_configs", "DATASET_ORDER"]
+__all__ = ["TABLE1", "PAPER_TABLE2", "REPORTED_BASELINES", "REPORTED_COUNTERPARTS", "MI_NET_PLAIN",
+           "paper_configs", "DATASET_ORDER"]
 
 DATASET_ORDER = ("musk1", "musk2", "fox", "tiger", "elephant")
 
@@ -37,11 +38,18 @@ REPORTED_BASELINES: dict[str, dict[str, float]] = {
     "miVLAD": {"musk1": 0.871, "musk2": 0.872, "fox": 0.620, "tiger": 0.811, "elephant": 0.850},
     "miFV": {"musk1": 0.909, "musk2": 0.884, "fox": 0.621, "tiger": 0.813, "elephant": 0.852},
     # Wang et al. (2018) report these for MI-Net with deep supervision; plain MI-Net (what
-    # baselines.MINet is) has .887/.859/.622/.830/.862 there. Quoted as the paper's table has them.
+    # baselines.MINet is) has MI_NET_PLAIN there. Quoted as the paper's table has them.
     "MI-Net": {"musk1": 0.894, "musk2": 0.874, "fox": 0.630, "tiger": 0.845, "elephant": 0.872},
     "Attention": {"musk1": 0.892, "musk2": 0.858, "fox": 0.615, "tiger": 0.839, "elephant": 0.868},
     "Gated attention": {"musk1": 0.900, "musk2": 0.863, "fox": 0.603, "tiger": 0.845, "elephant": 0.857},
 }
+
+#: Wang et al.'s (2018) plain MI-Net (no deep supervision), the network ``baselines.MINet`` is.
+MI_NET_PLAIN: dict[str, float] = {"musk1": 0.887, "musk2": 0.859, "fox": 0.622, "tiger": 0.830, "elephant": 0.862}
+
+#: Measured baselines (registry keys) and the reported row of the paper's Table 2 each stands for.
+REPORTED_COUNTERPARTS: dict[str, str] = {"attention": "Attention", "gated_attention": "Gated attention",
+                                         "MI_net_max": "MI-Net", "MI_net_mean": "MI-Net", "mi_svm": "mi-SVM"}
 
 
 def paper_configs(dataset: str, epochs: int | None = None) -> tuple[PrototypeMILConfig, TrainConfig]:

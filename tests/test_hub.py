@@ -37,6 +37,10 @@ def test_every_baseline_and_row_label_is_registered_once():
     assert set(methods.ALL) == set(methods.METHODS) - {"prototype-best"}
     with pytest.raises(ValueError, match="unknown method 'nope'"):
         methods.resolve("miles,nope")
+    # the paper's quoted rows that measured baselines stand for name registered methods and quoted rows
+    from minitorch_proto.paper import REPORTED_BASELINES, REPORTED_COUNTERPARTS
+    assert set(REPORTED_COUNTERPARTS) <= set(methods.METHODS)
+    assert set(REPORTED_COUNTERPARTS.values()) <= set(REPORTED_BASELINES)
 
 
 def test_cli_method_names_come_from_the_registry(capsys):
