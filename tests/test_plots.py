@@ -362,3 +362,17 @@ def test_unit_test_grid_and_pass_table():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["Good", "weak"]
     assert sorted(t.get_text() for t in ax.texts) == ["0.62 ✗", "0.62 ✗", "0.93", "0.93"]
     assert "below 0.75" in ax.get_title() and "over 2 seeds" in fig.axes[1].get_ylabel()
+
+
+def test_ablation_deltas_draw_a_bar_per_setting_and_data_set_with_its_error():
+    deltas = pd.DataFrame({"setting": ["paper-faithful", "a", "b", "a", "b"],
+                           "dataset": ["musk1", "musk1", "musk1", "fox", "fox"],
+                           "delta": [0.0, 0.05, -0.1, 0.02, np.nan], "delta_se": [0.0, 0.01, np.nan, 0.02, 0.01]})
+    fig = plots.plot_ablation_deltas(deltas, baseline="paper-faithful", names={"musk1": "Musk1"})
+    ax = fig.axes[0]
+    widths = sorted(round(p.get_width(), 3) for p in ax.patches if not np.isnan(p.get_width()))
+    assert widths == [-0.1, 0.02, 0.05]  # the baseline is left out; a missing delta draws nothing
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Musk1", "fox"]
+    with pytest.raises(ValueError, match="no setting other than the baseline"):
+        plots.plot_ablation_deltas(deltas[deltas.setting == "paper-faithful"], baseline="paper-faithful")

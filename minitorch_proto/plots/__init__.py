@@ -18,7 +18,9 @@ from .prototypes import (
     plot_prototype_trajectories,
     plot_toy_spaces,
 )
-from .results import plot_comparison, plot_cv_results, plot_rank, plot_training_history, plot_unit_tests
+from .results import (
+    plot_ablation_deltas, plot_comparison, plot_cv_results, plot_rank, plot_training_history, plot_unit_tests,
+)
 
 __all__ = [
     "NEG_COLOUR",
@@ -33,6 +35,7 @@ __all__ = [
     "plot_evidence_map",
     "plot_training_history",
     "plot_comparison",
+    "plot_ablation_deltas",
     "plot_cv_results",
     "plot_rank",
     "plot_prototype_trajectories",

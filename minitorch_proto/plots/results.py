@@ -202,6 +202,52 @@ def plot_rank(
     return fig
 
 
+def plot_ablation_deltas(
+    deltas: pd.DataFrame,
+    *,
+    baseline: str,
+    names: Mapping[str, str] | None = None,
+    ax: Axes | None = None,
+    fig: Figure | None = None,
+) -> Figure:
+    """One-at-a-time changes against a baseline setting: a bar per (setting, data set), ± its SE.
+
+    Parameters
+    ----------
+    deltas : DataFrame
+        One row per (setting, dataset) with ``delta`` (mean paired change in accuracy) and
+        ``delta_se`` (its standard error; NaN draws no error bar), as
+        :func:`~minitorch_proto.evaluation.ablations.paired_deltas` returns.
+    baseline : str
+        The setting the changes are measured against (left out).
+    names : mapping, optional
+        Data set -> name in the legend.
+    ax, fig : optional
+
+    Returns
+    -------
+    Figure
+    """
+    shown = deltas[deltas["setting"] != baseline].drop_duplicates(["setting", "dataset"])
+    if shown.empty:
+        raise ValueError(f"deltas holds no setting other than the baseline {baseline!r}.")
+    labels = list(dict.fromkeys(shown["setting"]))
+    sets = list(dict.fromkeys(shown["dataset"]))
+    fig, ax = _single_axes(ax, fig, (8, 0.32 * len(labels) * len(sets) + 1.5))
+    height = 0.8 / len(sets)
+    for j, name in enumerate(sets):
+        part = shown[shown["dataset"] == name].set_index("setting").reindex(labels)
+        se = part["delta_se"] if "delta_se" in part else pd.Series(np.nan, index=part.index)
+        ax.barh(np.arange(len(labels)) + j * height, part["delta"], height=height, xerr=se.fillna(0).to_numpy(),
+                label=(names or {}).get(name, name), capsize=2)
+    ax.set_yticks(np.arange(len(labels)) + height * (len(sets) - 1) / 2, labels)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_ylim(len(labels) - 0.1, -0.6)  # the first setting at the top, as in the table
+    ax.set_xlabel(f"change in accuracy vs {baseline} (per-fold paired mean ± SE)")
+    ax.legend(title="data set", loc="lower right")
+    return fig
+
+
 def plot_comparison(results: pd.DataFrame, *, fig: Figure | None = None) -> Figure:
     """Accuracy and AUC of each method on the same folds: every fold as a dot, the mean with its spread.
 
