@@ -376,3 +376,20 @@ def test_ablation_deltas_draw_a_bar_per_setting_and_data_set_with_its_error():
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["Musk1", "fox"]
     with pytest.raises(ValueError, match="no setting other than the baseline"):
         plots.plot_ablation_deltas(deltas[deltas.setting == "paper-faithful"], baseline="paper-faithful")
+
+
+def test_prototype_sources_draw_the_named_training_instances():
+    bags, y = make_concept_bags(20, n_features=5, seed=3)
+    clf = PrototypeMILClassifier(n_prototypes=3, init="kmeans++", push=True, epochs=1, random_state=0).fit(bags, y)
+    fig = plots.plot_prototype_sources(clf, bags, [2, 0], bag_ids=[f"b{i}" for i in range(20)],
+                                       scores=[0.1, -0.2, 0.3])
+    lines = fig.axes[0].get_lines()
+    for line, j in zip(lines, (2, 0)):
+        b, i = clf.prototype_sources_[0, j]
+        np.testing.assert_array_equal(line.get_ydata(), bags[b][i])  # the raw instance itself
+        assert line.get_label().startswith(f"prototype {j + 1}: bag b{b}, instance {i}")
+    assert "+0.30" in lines[0].get_label()
+    with pytest.raises(ValueError, match="outside 0..2"):
+        plots.plot_prototype_sources(clf, bags, [3])
+    with pytest.raises(ValueError, match="push=True"):
+        plots.plot_prototype_sources(PrototypeMILClassifier(n_prototypes=2, epochs=1).fit(bags, y), bags, [0])

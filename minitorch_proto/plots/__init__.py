@@ -9,7 +9,7 @@ behind. Save a figure with ``fig.savefig(path)``.
 Colours: positive bags / positive evidence are red (``C3``), negative ones blue (``C0``).
 """
 from ._common import NEG_COLOUR, POS_COLOUR, prototypes_in_input_space
-from .neighbours import plot_nearest_images, plot_projection
+from .neighbours import plot_nearest_images, plot_projection, plot_prototype_sources
 from .prototypes import (
     plot_bag_explanation,
     plot_evidence_map,
@@ -29,6 +29,7 @@ __all__ = [
     "plot_prototype_images",
     "plot_nearest_images",
     "plot_projection",
+    "plot_prototype_sources",
     "plot_prototype_profiles",
     "plot_toy_spaces",
     "plot_bag_explanation",

@@ -120,3 +120,66 @@ def plot_projection(
             ax.set_title(f"P{d + 1}: {what}", fontsize=8)
     fig.suptitle(title or "Learned prototypes and the training images they project onto", fontsize=10)
     return fig
+
+
+def plot_prototype_sources(
+    clf: Any,
+    bags: Sequence[np.ndarray],
+    prototypes: Sequence[int],
+    *,
+    bag_ids: Sequence | None = None,
+    scores: Sequence[float] | None = None,
+    score_name: str = "coefficient",
+    ax=None,
+    fig: Figure | None = None,
+) -> Figure:
+    """The real instances a pushed model's prototypes are, as feature profiles (raw features).
+
+    For tabular or patch-feature data, where an instance is not a picture: each chosen prototype's
+    source instance (``prototype_sources_``) drawn as a line over the feature index.
+
+    Parameters
+    ----------
+    clf : PrototypeMILClassifier
+        Fitted with ``push=True``, one model (a seed ensemble: ``clf.member(j)``).
+    bags : sequence of ndarray
+        The training bags it was fitted on, in the order given to ``fit`` (the sources index them).
+    prototypes : sequence of int
+        0-based prototype indices to draw.
+    bag_ids : sequence, optional
+        Names of ``bags`` for the legend (default: their positions).
+    scores : sequence of float, optional
+        One value per prototype of the model (e.g.
+        :func:`~minitorch_proto.evaluation.closeness_coefficients`), shown in the legend as ``score_name``.
+    ax, fig : optional
+
+    Returns
+    -------
+    Figure
+    """
+    from ._common import _single_axes
+
+    sources = getattr(clf, "prototype_sources_", None)
+    if sources is None:
+        raise ValueError("the model has no prototype_sources_: only a model fitted with push=True has real "
+                         "instances behind its prototypes.")
+    sources = np.asarray(sources)
+    if sources.shape[0] != 1:
+        raise NotImplementedError(f"a seed ensemble of {sources.shape[0]} members: draw one member, clf.member(j).")
+    n_protos = sources.shape[1]
+    bad = [int(j) for j in prototypes if not 0 <= int(j) < n_protos]
+    if bad:
+        raise ValueError(f"prototype indices {bad} outside 0..{n_protos - 1}.")
+    if scores is not None and len(scores) != n_protos:
+        raise ValueError(f"{len(scores)} scores for {n_protos} prototypes.")
+    fig, ax = _single_axes(ax, fig, (7, 2.6))
+    for j in prototypes:
+        b, i = (int(v) for v in sources[0, int(j)])
+        name = bag_ids[b] if bag_ids is not None else b
+        extra = f", {score_name} {float(scores[int(j)]):+.2f}" if scores is not None else ""
+        ax.plot(np.asarray(bags[b])[i], lw=0.8, label=f"prototype {int(j) + 1}: bag {name}, instance {i}{extra}")
+    ax.set_xlabel("feature")
+    ax.set_ylabel("value (raw)")
+    ax.legend(fontsize=7, loc="upper right")
+    ax.set_title("the real instances behind the prototypes")
+    return fig
