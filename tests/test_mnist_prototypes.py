@@ -162,3 +162,16 @@ def test_evidence_summary_counts_digit_like_runs_and_averages_per_model_and_targ
     assert s.loc[("b", 9), ("evidence AUC", "Shapley split")] == pytest.approx(0.6)
     assert s.loc[("a", 9), ("evidence AUC", "removal")] == pytest.approx(0.2)
     assert ("evidence AUC", "instance alone") not in s.columns  # only the scores the rows hold
+
+
+def test_sweep_agreement_pairs_live_and_frozen_runs_of_the_same_seed_and_source():
+    import pandas as pd
+
+    from minitorch_proto.book import sweep_agreement
+
+    row = dict(target=9, seed=0, image_source="subset", test_auc=0.9, hits=8)
+    frozen = pd.DataFrame([row, dict(row, seed=1)])
+    live = pd.DataFrame([dict(row, test_auc=0.85, hits=7), dict(row, seed=2), dict(row, seed=1, image_source="full")])
+    text = sweep_agreement(live, frozen)
+    assert text.startswith("1 of 3 live runs") and "difference 0.050" in text and "equal in 0 of them" in text
+
