@@ -203,7 +203,7 @@ def freeze_scaling(slopes: dict) -> None:
     import shutil
 
     from minitorch_proto.about import code_version
-    from minitorch_proto.serialization import write_atomic
+    from minitorch_proto.outputs import write_atomic
 
     commit = code_version()
     if commit.endswith("+dirty"):

@@ -26,7 +26,7 @@ from .model import (
     normalize_features,
 )
 from .preprocessing import BagStandardizer
-from .paper import PAPER_TABLE2, REPORTED_BASELINES, paper_configs
+from .paper import MI_NET_PLAIN, PAPER_TABLE2, REPORTED_BASELINES, REPORTED_COUNTERPARTS, paper_configs
 from .training import TrainConfig, compat_train_config, train_model
 
 __all__ = [
@@ -48,6 +48,8 @@ __all__ = [
     "normalize_features",
     "PAPER_TABLE2",
     "REPORTED_BASELINES",
+    "REPORTED_COUNTERPARTS",
+    "MI_NET_PLAIN",
     "from_dataframe",
     "load_bags_csv",
     "load_benchmark",

@@ -19,8 +19,8 @@ import pandas as pd
 
 from .about import __version__, code_version
 from .cli_inputs import data_provenance, load_benchmarks, load_data, naming_bags, refuse_overwriting_inputs
-from .serialization import (check_input_file, check_output_path, check_results_folder, staged_directory,
-                            write_atomic)
+from .outputs import (check_input_file, check_output_path, check_results_folder, staged_directory, write_atomic,
+                      write_together)
 from .utils import resolve_device
 
 EXIT_USAGE = 2
@@ -261,6 +261,9 @@ def cmd_cv(args) -> int:
     from .evaluation.cv import CVTask, evaluate_tasks, stratified_folds, summarize
 
     out = check_output_path(args.out, "file") if args.out else None
+    if out is not None:  # the files written beside it, checked now too: a folder in their way failed after the run
+        record, scored = (check_output_path(out.with_name(out.stem + suffix), "file")
+                          for suffix in (".run.json", ".predictions.csv"))
     started = time.perf_counter()
     data, _ = load_data(args)
     y, classes = _encoded(data.y)
@@ -273,14 +276,11 @@ def cmd_cv(args) -> int:
                                           progress=not args.quiet, backend=args.backend, return_predictions=True)
     summ = summarize(res)
     print(summ.to_string(index=False))
-    if out is not None:  # the per-fold CSV and, beside it, each test bag's scores and what made them
-        record = out.with_name(out.stem + ".run.json")
-        scored = out.with_name(out.stem + ".predictions.csv")
-        write_atomic(out, res.to_csv(index=False))
-        write_atomic(scored, predictions.to_csv(index=False))
-        write_atomic(record, _run_record(args, [PROTOTYPE_COMPAT if args.compat == "official" else PROTOTYPE],
-                                         {data.name: data}, folds, time.perf_counter() - started, command="cv",
-                                         configs={data.name: config_record(mconf, tconf, std)}))
+    if out is not None:  # the per-fold CSV and, beside it, each test bag's scores and what made them: all or none
+        write_together({out: res.to_csv(index=False), scored: predictions.to_csv(index=False),
+                        record: _run_record(args, [PROTOTYPE_COMPAT if args.compat == "official" else PROTOTYPE],
+                                            {data.name: data}, folds, time.perf_counter() - started, command="cv",
+                                            configs={data.name: config_record(mconf, tconf, std)})})
         print(f"wrote {out}, {scored.name} and {record.name}")
     return 0
 

@@ -16,7 +16,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from .serialization import check_input_file
+from .outputs import check_input_file
 
 __all__ = ["data_provenance", "load_benchmark_for", "load_benchmarks", "load_data", "naming_bags",
            "refuse_overwriting_inputs"]
@@ -111,7 +111,9 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
     column count is checked instead.
     """
     from .data import from_dataframe
-    from .data.readers import ids_as_written, index_by_line, looks_like_data, shown_names
+    from .data.readers import (
+        check_header, check_row_widths, ids_as_written, index_by_line, looks_like_data, read_labels, shown_names,
+    )
 
     no_header = bool(getattr(args, "no_header", False))
     if no_header and not getattr(args, "csv", None):
@@ -157,14 +159,22 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         if no_header:
             if not bag_col.isdigit():
                 raise ValueError(f"--bag-col {bag_col!r}: with --no-header columns are numbered from 0; give a number.")
-            df = pd.read_csv(path, header=None, dtype={int(bag_col): str})
+            # Labels as written too ("01" and "1" are not one class), when this command reads them.
+            text = {int(bag_col): str, **({int(label_col): str} if labels and label_col.isdigit() else {})}
+            df = pd.read_csv(path, header=None, dtype=text)
+            check_row_widths(df, f"--csv {path}")
             if int(bag_col) in df.columns:
                 df[int(bag_col)] = ids_as_written(df, path, int(bag_col), header=None)
+            if labels and label_col.isdigit() and int(label_col) in df.columns:
+                df[int(label_col)] = read_labels(df, path, int(label_col), f"--csv {path}", header=None)
         else:
-            df = pd.read_csv(path, dtype={bag_col: str})
-            _check_names(path, df.columns, _header_names(path))
+            df = pd.read_csv(path, dtype={bag_col: str, **({label_col: str} if labels else {})})
+            check_row_widths(df, f"--csv {path}")
+            check_header(path, df.columns, f"--csv {path}")
             if bag_col in df.columns:
                 df[bag_col] = ids_as_written(df, path, bag_col)
+            if labels and label_col in df.columns:
+                df[label_col] = read_labels(df, path, label_col, f"--csv {path}")
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise ValueError(f"--csv {path} is not a readable CSV: {str(exc).splitlines()[0]}") from None
     index_by_line(df, header=not no_header)
@@ -187,9 +197,11 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         # assign, not df[...] = : a wide frame warns about fragmentation when a column is inserted in place.
         df = df.assign(**{label_col: 0})
         if feature_names is None and not no_header:
-            print(f"note: the model records no feature names (fitted without feature_names=), so the feature columns "
-                  f"of --csv {path} are taken in their order; a file with its columns in another order would be "
-                  "read wrongly.", file=sys.stderr)
+            taken = [c for c in columns if c not in (bag_col, label_col)]
+            print(f"note: the model records no feature names (trained from a bag folder, or fitted without "
+                  f"feature_names=), so the columns of --csv {path} other than {bag_col!r} and {label_col!r} are "
+                  f"taken as its features in their order: {shown_names(taken)}; any other column, or columns in "
+                  "another order, would be read wrongly.", file=sys.stderr)
     others = [c for c in columns if c not in (bag_col, label_col)]
     if feature_names is not None and not no_header:  # without a header the columns are the model's in order
         # Sets: matching 100,000 columns by name must cost about as much as reading them.
@@ -228,6 +240,9 @@ def _check_label_column(y, where: str, label_col: str) -> None:
     # wrong one for the asymmetric methods (mi-SVM, mi-Net look for its witnesses), and nothing else says so.
     names = {str(c).lower() for c in classes.tolist()}
     first_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun every process reads the labels
+    if len(classes) > 2 and first_process:  # a two-class study split by a typo would be fitted as three quietly
+        shown = ", ".join(repr(np.asarray(c).item()) for c in classes[:8]) + (" ..." if len(classes) > 8 else "")
+        print(f"note: {where}: {len(classes)} classes: {shown}.", file=sys.stderr)
     if len(classes) == 2 and names not in NATURAL_ORDER and first_process:
         positive = np.asarray(classes[1]).item()
         print(f"note: {where}: {positive!r} is the positive class (the second of the labels in sorted order): "
@@ -266,35 +281,6 @@ def _headerless_layout(args, path: Path, n_columns: int, n_features: int, labels
     if not labels:
         wanted += f" or {n_features + 1} (bag and features)"
     raise ValueError(f"--csv {path} has {n_columns} columns; the model needs {wanted}.")
-
-
-def _header_names(path: Path) -> list[str]:
-    """The header row as written (pandas renames repeats "a", "a" to "a", "a.1" and blanks to "Unnamed: 2")."""
-    import csv
-
-    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
-        return next(csv.reader(fh), [])
-
-
-def _check_names(path: Path, parsed, written: list[str]) -> None:
-    """Refuse a header whose names pandas had to invent: they would become features nobody named."""
-    from .data.readers import looks_like_data
-
-    if len(written) != len(parsed) or looks_like_data(written):
-        return  # another dialect than the csv module's, or no header at all (the bag-column check says so)
-    blank = [j for j, n in enumerate(written) if not n.strip()]
-    if blank:
-        hint = " (a saved index? write the CSV with index=False)" if blank == [0] else ""
-        raise ValueError(f"--csv {path}: column {blank[0]} has no name in the header{hint}; name or drop it.")
-    seen: set[str] = set()
-    repeated = [n for n in written if n in seen or seen.add(n)]
-    if repeated:
-        raise ValueError(f"--csv {path}: the header names {_shown_text(repeated)} twice; each column needs its "
-                         "own name.")
-
-
-def _shown_text(names: list[str]) -> str:
-    return ", ".join(repr(n) for n in names[:5]) + (" ..." if len(names) > 5 else "")
 
 
 @contextlib.contextmanager

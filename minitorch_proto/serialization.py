@@ -23,27 +23,25 @@ Files written by version 0.1 (``torch.save`` of a dict, "format 1") are read wit
 ``torch.load(weights_only=True)`` and an explicit allow-list of the NumPy types
 they hold; anything else in such a file is refused. They carry no checksum.
 
-The second half of the module writes output files safely: :func:`check_output_path`
-(validate an ``--out`` path before any work), :func:`write_atomic` (temporary file
-+ :func:`os.replace`, with the permissions the umask gives a new file) and
-:func:`staged_directory` (several files published together).
+Files are written through :mod:`minitorch_proto.outputs` (whole or not at all); its path checks
+and writers are re-exported here for earlier callers.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import re
-import shutil
 import struct
-import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
+
+from .outputs import (check_input_file, check_output_path, check_results_folder, staged_directory,  # noqa: F401
+                      write_atomic)
 
 if TYPE_CHECKING:  # torch is imported where it is used, so the CLI starts fast
     import torch
@@ -72,8 +70,6 @@ _LEGACY_FORMAT = 1
 # safetensors: 8-byte little-endian header length, then the JSON header. A header this
 # large is not a model file of ours (it guards the json.loads below against huge reads).
 _MAX_HEADER_BYTES = 100 * 1024 * 1024
-#: The file :func:`staged_directory` leaves in a results folder, naming the files of the last run.
-RUN_MANIFEST = ".minitorch_proto_run"
 
 
 class ModelFileError(ValueError):
@@ -255,40 +251,6 @@ def _read_header(path: Path, data: bytes, size: int) -> dict:
     return header
 
 
-def check_input_file(path: str | os.PathLike, what: str = "file") -> Path:
-    """Check that ``path`` names an existing, non-empty, readable regular file.
-
-    Parameters
-    ----------
-    path : str or PathLike
-    what : str
-        What the file is, for the message (e.g. ``"--model"``).
-
-    Returns
-    -------
-    Path
-
-    Raises
-    ------
-    FileNotFoundError
-        If nothing is at ``path``.
-    ValueError
-        If it is a folder, empty or unreadable.
-    """
-    p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{what} {p}: no such file.")
-    if p.is_dir():
-        raise ValueError(f"{what} {p} is a folder; give a file.")
-    if not p.is_file():
-        raise ValueError(f"{what} {p} is not a regular file.")
-    if p.stat().st_size == 0:
-        raise ValueError(f"{what} {p} is empty.")
-    if not os.access(p, os.R_OK):
-        raise ValueError(f"{what} {p} is not readable (permission denied).")
-    return p
-
-
 def load_model_file(path: str | os.PathLike) -> ModelFile:
     """Read and verify a model file written by :func:`save_model_file` (or a legacy one).
 
@@ -405,200 +367,3 @@ def _load_legacy(path: Path) -> ModelFile:
         stacklevel=3,
     )
     return ModelFile(tensors=tensors, header=header, legacy=True)
-
-
-# --------------------------------------------------------------------------- #
-# Writing files safely
-# --------------------------------------------------------------------------- #
-def _umask() -> int:
-    # os.umask can only be read by setting it; it is restored at once.
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _new_file_mode() -> int:
-    """Permissions a newly created file would get (0o666 minus the umask)."""
-    return 0o666 & ~_umask()
-
-
-def _nearest_existing(path: Path) -> Path:
-    for parent in [path, *path.parents]:
-        if parent.exists():
-            return parent
-    return Path(".")
-
-
-def check_output_path(path: str | os.PathLike, kind: str = "file", what: str = "--out") -> Path:
-    """Check, before any work, that results can be written to ``path``.
-
-    Parameters
-    ----------
-    path : str or PathLike
-    kind : {"file", "dir"}
-        Whether ``path`` will be a file or a folder of files.
-    what : str
-        Name of the option, for the message.
-
-    Returns
-    -------
-    Path
-
-    Raises
-    ------
-    ValueError
-        With one line naming the problem: the path is a folder where a file is
-        expected (or a file where a folder is), lies under a file, or its folder
-        is not writable. Missing folders are fine (they are created on writing)
-        as long as the nearest existing one is writable.
-    """
-    if kind not in ("file", "dir"):
-        raise ValueError(f"kind must be 'file' or 'dir', got {kind!r}.")
-    p = Path(path).expanduser()
-    if str(path) == "":
-        raise ValueError(f"{what} is empty; give a path.")
-    if kind == "file" and str(path).endswith(("/", os.sep)):  # Path() drops the slash that says "a folder"
-        raise ValueError(f"{what} {path} ends with a separator, which names a folder; give a file path.")
-    if kind == "file" and p.is_dir():
-        raise ValueError(f"{what} {p} is a folder; give a file path.")
-    if kind == "dir" and p.exists() and not p.is_dir():
-        raise ValueError(f"{what} {p} is a file; give a folder.")
-    if kind == "file" and p.exists() and not p.is_file():
-        raise ValueError(f"{what} {p} exists and is not a regular file.")
-    start = p if (kind == "dir" and p.is_dir()) else p.parent
-    base = _nearest_existing(start)
-    if not base.is_dir():
-        raise ValueError(f"{what} {p} cannot be created: {base} is a file, not a folder.")
-    # Try to create a file: os.access is wrong for root, read-only mounts and ACLs.
-    try:
-        with tempfile.TemporaryFile(dir=base, prefix=".minitorch_proto_probe"):
-            pass
-    except OSError as exc:
-        raise ValueError(f"{what} {p} cannot be written: folder {base} is not writable ({exc.strerror}).") from None
-    return p
-
-
-def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
-    """Write ``data`` to ``path`` through a temporary file and :func:`os.replace`.
-
-    Readers see the old file or the complete new one, never a part; after a crash
-    at most a hidden ``.part`` file is left beside ``path``. The file gets the
-    permissions the umask gives any new file (``tempfile`` alone would give 0600).
-
-    Parameters
-    ----------
-    path : str or PathLike
-        Destination; missing parent folders are created.
-    data : bytes or str
-        str is written as UTF-8.
-
-    Returns
-    -------
-    Path
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # The name's first 40 characters: a long but legal target name would give a too long temporary one.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:40]}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, _new_file_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def _manifest(folder: Path) -> tuple[str | None, set[str]] | None:
-    """(command, files) of the run a results folder holds; None when it holds no manifest."""
-    path = folder / RUN_MANIFEST
-    if not path.is_file():
-        return None
-    lines = path.read_text().splitlines()
-    command = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("# command:")), None)
-    return command, {ln for ln in lines if ln and not ln.startswith("#")}
-
-
-def check_results_folder(out: str | os.PathLike, command: str, names: Sequence[str], what: str = "--out") -> None:
-    """Refuse, before any work, a results folder holding another command's run or files no run recorded.
-
-    A run replaces its own earlier run's files together (:func:`staged_directory`); it must not
-    replace a ``reproduce`` run with a ``compare`` one, or a user's own ``results.csv``.
-    """
-    folder = Path(out).expanduser()
-    if not folder.is_dir():
-        return
-    held = _manifest(folder)
-    if held is None:
-        clash = sorted(n for n in names if (folder / n).exists())
-        if clash:
-            raise ValueError(f"{what} {folder} already holds {', '.join(clash)}, which no minitorch_proto run "
-                             "recorded; choose another folder, or move those files away.")
-    elif held[0] is not None and held[0] != command:
-        raise ValueError(f"{what} {folder} holds a '{held[0]}' run; this {command} run would replace it: choose "
-                         "another folder, or delete that one first.")
-
-
-@contextlib.contextmanager
-def staged_directory(out: str | os.PathLike, command: str | None = None) -> Iterator[Path]:
-    """Write several result files together: all of them reach ``out``, or none.
-
-    Yields a temporary folder beside ``out``; write the files there. On a normal
-    exit they are moved into ``out`` (created if missing); on an exception the
-    temporary folder is removed and ``out`` is untouched. When ``out`` does not
-    exist yet, the whole folder appears in one rename. A manifest
-    (:data:`RUN_MANIFEST`) lists the files of the run, so the next run into the same
-    folder removes those of the previous run it does not write again (no stale
-    ``tuning_choices.csv`` beside new results); files it did not write are kept.
-
-    Parameters
-    ----------
-    out : str or PathLike
-    command : str, optional
-        Recorded in the manifest, for :func:`check_results_folder`.
-
-    Yields
-    ------
-    Path
-        The staging folder.
-    """
-    from .utils import ctrl_c_deferred  # utils imports torch, which this module leaves to its callers
-
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name[:40]}.", suffix=".part"))
-    try:
-        yield stage
-        mode = _new_file_mode()
-        for f in stage.rglob("*"):
-            if f.is_file():
-                os.chmod(f, mode)
-        written = sorted(str(f.relative_to(stage)) for f in stage.rglob("*") if f.is_file())
-        (stage / RUN_MANIFEST).write_text((f"# command: {command}\n" if command else "") + "\n".join(written) + "\n")
-        os.chmod(stage / RUN_MANIFEST, mode)
-        if not out.exists():
-            os.chmod(stage, 0o777 & ~_umask())  # mkdtemp made it 0700
-            os.rename(stage, out)
-            return
-        held = _manifest(out)
-        stale = held[1] - set(written) if held else set()
-        # Every file is complete before the first one is published: the renames below are all that
-        # separates the old set from the new one, and Ctrl-C waits for them (never half of each).
-        with ctrl_c_deferred():
-            for f in sorted(stage.rglob("*")):
-                target = out / f.relative_to(stage)
-                if f.is_dir():
-                    target.mkdir(exist_ok=True)
-                else:
-                    os.replace(f, target)
-            for name in stale:
-                old = (out / name).resolve()
-                if old.is_file() and old.is_relative_to(out.resolve()):
-                    old.unlink()
-    finally:
-        if stage.exists():
-            shutil.rmtree(stage, ignore_errors=True)

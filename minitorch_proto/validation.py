@@ -163,6 +163,12 @@ def check_labels(y, n_bags: int | None = None, *, min_classes: int = 2) -> tuple
         The sorted distinct labels; ``classes[y_encoded]`` recovers ``y``.
     """
     y_arr = np.asarray(y)
+    if isinstance(y, (list, tuple)) and y_arr.dtype.kind in "US":
+        # numpy turns [0, 1, "1"] into strings, merging 1 and "1": look at the labels as given.
+        kinds = {"str" if isinstance(v, str) else type(v).__name__ for v in y}
+        if len(kinds) > 1:
+            names = sorted(kinds)
+            raise ValueError(f"y mixes label types {names}; use one type (1 and '1' would be one class).")
     if y_arr.ndim != 1:
         y_arr = y_arr.reshape(-1) if y_arr.ndim == 2 and 1 in y_arr.shape else y_arr
     if y_arr.ndim != 1:

@@ -530,6 +530,22 @@ def test_read_split_files_on_tmp_files(tmp_path):
         read_split_files(tmp_path, "Toy")
 
 
+def test_split_file_folds_refuse_repeats_empty_folds_and_ids_that_collide():
+    from minitorch_proto.evaluation.cv import split_file_folds
+
+    ids = np.array([1, 2, 3, 4])
+    assert [list(f.test) for f in split_file_folds(ids, {(1, 1): np.array([1, 2]), (1, 2): np.array([3, 4])})] == \
+        [[0, 1], [2, 3]]
+    with pytest.raises(ValueError, match="rep1 fold1 lists bag 2 twice"):
+        split_file_folds(ids, {(1, 1): np.array([1, 2, 2])})  # bag 2 had been tested twice
+    with pytest.raises(ValueError, match="rep1 fold3 lists no bags"):
+        split_file_folds(ids, {(1, 3): np.array([], dtype=np.int64)})
+    with pytest.raises(ValueError, match="'001' and '1' are the same number 1"):
+        split_file_folds(np.array(["001", "1", "2"]), {(1, 1): np.array([1])})  # one bag had never been tested
+    with pytest.raises(ValueError, match="ids are text"):
+        split_file_folds(np.array(["b1", "b2"]), {(1, 1): np.array([1])})
+
+
 @needs_shared
 def test_read_split_files_real_elephant_folds():
     splits = read_split_files(SHARED / "folds", "elephant")

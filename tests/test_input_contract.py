@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 from pathlib import Path
 
@@ -539,7 +540,7 @@ def test_the_readme_recipe_keeps_feature_names_and_predict_says_when_a_model_has
     assert outs[0][0] == outs[1][0] == 0 and outs[0][1] == outs[1][1]  # matched by name: the same predictions
     assert "note" not in outs[0][2]
     code, _, err = _run(capsys, "predict", "--model", tmp_path / "nameless.safetensors", "--csv", tmp_path / "new.csv")
-    assert code == 0 and "records no feature names" in err and "taken in their order" in err
+    assert code == 0 and "records no feature names" in err and "in their order: ['f0', 'f1'" in err
 
 
 def test_predicting_a_bag_folder_without_labels_says_what_is_enough(tmp_path, capsys):
@@ -551,3 +552,100 @@ def test_predicting_a_bag_folder_without_labels_says_what_is_enough(tmp_path, ca
     assert code == 2 and "a CSV with just a 'bag' column" in err and len(err.splitlines()) == 1
     pd.DataFrame({"bag": [f"s{i}" for i in range(6)]}).to_csv(tmp_path / "bags" / "labels.csv", index=False)
     assert _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags")[0] == 0
+
+
+def _raw_csv(path, header, rows):
+    path.write_text(header + "\n" + "".join(r + "\n" for r in rows))
+    return path
+
+
+def _bag_rows(labels, extra=""):
+    return [f"b{i},{lab},{0.1 * k + i % 2:.2f},{0.3 * k:.2f}{extra}" for i, lab in enumerate(labels) for k in range(2)]
+
+
+@pytest.mark.parametrize("labels,words", [
+    (["0", "1", "01", "0", "1", "01"], "labels '1' and '01' of column 'label' are the same number"),
+    (["1.0", "0", "1", "0"], "labels '1.0' and '1' of column 'label' are the same number"),
+    (["Cancer", "cancer", "healthy", "healthy"], "labels 'Cancer' and 'cancer' of column 'label' differ only in case"),
+    (["cancer", "cancer ", "healthy", "healthy"], "differ only in case or surrounding spaces"),
+    (["True", "1", "False", "0"], "mixes true/false with numbers"),
+    (["0", "99999999999999999999", "0", "99999999999999999999"], "too large for a class label (is it an id column?)"),
+])
+def test_labels_that_name_one_class_two_ways_are_refused_not_merged_or_split(tmp_path, capsys, labels, words):
+    # "01" and "1" had been one class re-spelled "1", "Cancer" and "cancer" two of three classes fitted silently.
+    path = _raw_csv(tmp_path / "l.csv", "bag,label,f0,f1", _bag_rows(labels))
+    with pytest.raises(ValueError, match=re.escape(words)):
+        load_bags_csv(path)
+    code, _, err = _run(capsys, "train", "--csv", path, *FAST, "--out", tmp_path / "m.safetensors")
+    assert code == 2 and words in err and len(err.splitlines()) == 1
+    folder = tmp_path / "folder"
+    bags, _ = make_concept_bags(n_bags=len(labels), n_features=2)
+    write_bag_folder(folder, bags, None, [f"b{i}" for i in range(len(labels))])
+    (folder / "labels.csv").write_text("bag,label\n" + "".join(f"b{i},{lab}\n" for i, lab in enumerate(labels)))
+    code, _, err = _run(capsys, "train", "--bags-dir", folder, *FAST, "--out", tmp_path / "m.safetensors")
+    assert code == 2 and words in err
+    assert not (tmp_path / "m.safetensors").exists()
+
+
+def test_labels_as_written_na_is_a_class_and_true_false_in_any_case_are_booleans(tmp_path):
+    na = load_bags_csv(_raw_csv(tmp_path / "na.csv", "bag,label,f0,f1", _bag_rows(["NA", "tumour"] * 2)))
+    assert sorted(set(na.y.tolist())) == ["NA", "tumour"]  # a class called NA, not a missing label
+    yes = load_bags_csv(_raw_csv(tmp_path / "b.csv", "bag,label,f0,f1", _bag_rows(["true", "FALSE", "True", "false"])))
+    assert yes.y.dtype == bool and yes.y.tolist() == [True, False, True, False]
+    plain = load_bags_csv(_raw_csv(tmp_path / "p.csv", "bag,label,f0,f1", _bag_rows(["1", "0", "-1", "1"])))
+    assert plain.y.dtype == np.int64 and plain.y.tolist() == [1, 0, -1, 1]
+    with pytest.raises(ValueError, match="missing a value"):
+        load_bags_csv(_raw_csv(tmp_path / "e.csv", "bag,label,f0,f1", _bag_rows(["", "1", "0", "1"])))
+
+
+def test_rows_with_one_field_more_than_the_header_are_refused(tmp_path, capsys):
+    # pandas took the bag ids as the row index: predict reported 2 "bags" named 0 and 1 of 8, exit 0.
+    path = _raw_csv(tmp_path / "s.csv", "bag,label,a,b", [f"s{i},{i % 2},1,2,{i}" for i in range(8)])
+    with pytest.raises(ValueError, match="one field more than the header"):
+        load_bags_csv(path)
+    good = _csv(tmp_path / "g.csv", [f"g{i}" for i in range(6)], [0, 1] * 3, n_features=3)
+    model = tmp_path / "m.safetensors"
+    assert _run(capsys, "train", "--csv", good, *FAST, "--out", model)[0] == 0
+    for argv in (["train", "--csv", path, *FAST, "--out", model], ["predict", "--model", model, "--csv", path]):
+        code, out, err = _run(capsys, *argv)
+        assert code == 2 and "one field more than the header" in err and out == ""
+    folder = tmp_path / "folder"
+    write_bag_folder(folder, make_concept_bags(n_bags=4, n_features=2)[0], [0, 1, 0, 1], ["a", "b", "c", "d"])
+    (folder / "labels.csv").write_text("bag,label\n" + "".join(f"{b},{i % 2},\n" for i, b in enumerate("abcd")))
+    code, _, err = _run(capsys, "train", "--bags-dir", folder, *FAST, "--out", model)
+    assert code == 2 and "one field more than the header" in err
+
+
+def test_the_library_reader_refuses_headers_pandas_would_invent_names_for(tmp_path):
+    frame = pd.read_csv(_csv(tmp_path / "d.csv", ["a", "b", "c", "d"], [0, 1, 0, 1]))
+    frame.to_csv(tmp_path / "indexed.csv")  # a saved index: an unnamed first column, the row number
+    with pytest.raises(ValueError, match="column 0 has no name in the header"):
+        load_bags_csv(tmp_path / "indexed.csv")
+    frame.set_axis(["bag", "label", "f0", "f0", "f2"], axis=1).to_csv(tmp_path / "twice.csv", index=False)
+    with pytest.raises(ValueError, match="names 'f0' twice"):
+        load_bags_csv(tmp_path / "twice.csv")
+    (tmp_path / "bad.csv").write_bytes("bag,label,f\xe9\n".encode("latin-1") + b"a,0,1\n")
+    with pytest.raises(ValueError, match=r"bad.csv is not a readable CSV \(another encoding"):
+        load_bags_csv(tmp_path / "bad.csv")
+
+
+def test_cv_writes_its_three_files_together_or_none(tmp_path, capsys, monkeypatch):
+    from minitorch_proto import outputs
+
+    data = _csv(tmp_path / "d.csv", [f"b{i}" for i in range(8)], [0, 1] * 4)
+    (tmp_path / "res.run.json").mkdir()  # in the way of the third file: the run had ended with two of three
+    argv = ["cv", "--csv", data, "--folds", "2", "--repeats", "1", *FAST, "--quiet", "--out", tmp_path / "res.csv"]
+    code, out, err = _run(capsys, *argv)
+    assert code == 2 and "res.run.json" in err and out == "" and not (tmp_path / "res.csv").exists()
+    (tmp_path / "res.run.json").rmdir()
+    real = os.replace
+
+    def fail_on_the_last(src, dst):
+        if str(dst).endswith(".run.json"):
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(outputs.os, "replace", fail_on_the_last)
+    code, _, err = _run(capsys, *argv)
+    assert code != 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv"]  # nothing half-written, no temporaries left

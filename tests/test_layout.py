@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "minitorch_proto"
 
 # Lowest first. A module's layer is that of the longest matching prefix.
 LAYERS: list[tuple[str, ...]] = [
-    ("about", "utils", "validation"),
+    ("about", "utils", "validation", "outputs"),
     ("data",),
     ("bags", "distances", "preprocessing"),
     ("model",),

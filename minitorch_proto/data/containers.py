@@ -28,7 +28,7 @@ def plain_labels(y: np.ndarray, where: str) -> np.ndarray:
     if y.dtype.kind in "iu":
         return y.astype(np.int64)
     if y.dtype.kind == "f":
-        if np.all(y == np.round(y)):
+        if np.all(y == np.round(y)) and np.all(np.abs(y) <= 2 ** 53):  # beyond, int64 would wrap or round
             return y.astype(np.int64)
         return y
     if y.dtype.kind in "bUS":
@@ -37,7 +37,12 @@ def plain_labels(y: np.ndarray, where: str) -> np.ndarray:
     kinds = {type(v) for v in values}
     if kinds <= {int, bool} and bool in kinds and int in kinds:
         raise ValueError(f"{where}: bag labels mix booleans and numbers; use one kind.")
+    if kinds == {bool}:
+        return np.asarray(values, dtype=bool)
     if kinds <= {int}:
+        too_large = [v for v in values if abs(v) > 2 ** 63 - 1]
+        if too_large:
+            raise ValueError(f"{where}: label {too_large[0]} is too large for a class label (is it an id column?).")
         return np.asarray(values, dtype=np.int64)
     return np.asarray([str(v) for v in values]) if kinds <= {str} else y
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from .bag_files import (FEATURE_SUFFIXES, LINK_ADVICE, BagFile, BagFileError, as_numpy, check_bag_id, escape_breaks,
                         first_line, kind_ok, open_array)
+from .containers import plain_labels
 
 __all__ = ["BagFileError", "DiskBagDataset", "FEATURE_SUFFIXES", "write_bag_folder"]
 
@@ -116,12 +117,16 @@ class DiskBagDataset(Sequence):
                 and not labels.resolve().is_relative_to(root.resolve())):
             # The folder's own labels file is the stranger's too; one named on purpose elsewhere is the user's.
             raise BagFileError(f"{labels} leads outside {root} (to {labels.resolve()}); {LINK_ADVICE}.")
-        from .readers import ids_as_written
+        from .readers import check_row_widths, ids_as_written, read_labels
 
         try:
-            table = pd.read_csv(labels, dtype={bag_col: str})
+            text = {bag_col: str, **({label_col: str} if label_col is not None else {})}
+            table = pd.read_csv(labels, dtype=text)
+            check_row_widths(table, str(labels))
             if bag_col in table.columns:  # "NA" is a bag's name here, as write_bag_folder writes it
                 table[bag_col] = ids_as_written(table, labels, bag_col)
+            if label_col in table.columns:  # labels as written: "01" and "1" are not silently one class
+                table[label_col] = read_labels(table, labels, label_col, str(labels))
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
             raise BagFileError(f"{labels}: not a readable CSV ({first_line(exc)}).") from None
         if bag_col not in table.columns:
@@ -142,7 +147,7 @@ class DiskBagDataset(Sequence):
             if lab.isna().any():
                 bad = int(np.flatnonzero(lab.isna())[0])
                 raise BagFileError(f"{labels}: bag {ids.iloc[bad]!r} (line {bad + 2}) has no label.")
-            y = lab.to_numpy()
+            y = plain_labels(lab.to_numpy(), str(labels))
         self.root, self.labels_path, self.key = root, labels, key
         self.check_finite = bool(check_finite)
         self.name = name or root.name

@@ -171,12 +171,28 @@ def split_file_folds(bag_ids: np.ndarray, splits: dict[tuple[int, int], np.ndarr
         If a split names a bag id that is not in ``bag_ids``.
     """
     bag_ids = np.asarray(bag_ids)
-    position = {int(b): i for i, b in enumerate(bag_ids)}
+    position: dict[int, int] = {}
+    for i, b in enumerate(bag_ids):
+        try:
+            key = int(b)
+        except (TypeError, ValueError):
+            raise ValueError(f"split files name bags by integer id, but this data set's ids are text "
+                             f"({str(b)!r}, ...).") from None
+        if key in position:  # "001" and "1": one id in a split file, two bags here
+            raise ValueError(f"bag ids {str(bag_ids[position[key]])!r} and {str(b)!r} are the same number {key}; a split "
+                             "file could not tell them apart.")
+        position[key] = i
     folds = []
     for (r, f), test_ids in sorted(splits.items()):
         missing = [int(t) for t in test_ids if int(t) not in position]
         if missing:
             raise ValueError(f"Split file rep{r} fold{f} names bag ids not in the data: {missing[:5]}.")
+        if len(test_ids) == 0:
+            raise ValueError(f"Split file rep{r} fold{f} lists no bags; every fold needs test bags.")
+        ids = [int(t) for t in test_ids]
+        twice = sorted({t for t in ids if ids.count(t) > 1})
+        if twice:
+            raise ValueError(f"Split file rep{r} fold{f} lists bag {twice[0]} twice.")
         test = np.array(sorted(position[int(t)] for t in test_ids))
         train = np.setdiff1d(np.arange(len(bag_ids)), test)
         folds.append(Fold(r, f, train, test, 1000 * random_state + 100 * r + f))

@@ -109,9 +109,9 @@ def write_atomic(path: str | os.PathLike, text: str) -> Path:
     """Write text to ``path`` via a temporary file, so readers never see half a file.
 
     The file gets the permissions the umask gives a new file
-    (:func:`minitorch_proto.serialization.write_atomic`).
+    (:func:`minitorch_proto.outputs.write_atomic`).
     """
-    from ..serialization import write_atomic as _write
+    from ..outputs import write_atomic as _write
 
     return _write(path, text)
 
