@@ -290,6 +290,7 @@ def cmd_train(args) -> int:
 
     # Under torchrun (WORLD_SIZE > 1) every process joins the group and trains on its share of each minibatch.
     out = check_output_path(args.out, "file")
+    _replaces_a_model_or_nothing(out)
     rank, world = init_distributed(args.device)
     try:
         if world > 1:  # "auto" as the process group chose it: a GPU per process, else the CPU for all
@@ -317,12 +318,24 @@ def cmd_train(args) -> int:
     return 0
 
 
+def _replaces_a_model_or_nothing(out: Path) -> None:
+    """Refuse an --out that holds a file other than a model file: train would have replaced it silently."""
+    if not out.is_file() or out.stat().st_size == 0:
+        return
+    with open(out, "rb") as fh:
+        head = fh.read(9)
+    # safetensors: an 8-byte header length, then the JSON header's "{"; the 0.1 format: a zip ("PK").
+    if not (head[:2] == b"PK" or head[8:9] == b"{"):
+        raise ValueError(f"--out {out} holds a file that is not a model file; choose another name, or remove it "
+                         "first.")
+
+
 def _model_and_bags(args):
     """The saved model (--model), the checked --out (None: standard output) and the bags to read."""
     from .estimator import load_model
 
     model = check_input_file(args.model, "--model")
-    out = check_output_path(args.out, "file") if args.out else None
+    out = check_output_path(args.out, "file") if args.out and args.out != "-" else None  # "-": standard output
     clf = load_model(model)
     data, _ = load_data(args, labels=False, feature_names=getattr(clf, "feature_names_in_", None))
     return clf, out, data
@@ -512,7 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="model file written by 'train'")
     _add_data_args(p)
     p.add_argument("--out", default=None,
-                   help="CSV of predictions: bag, predicted, proba_<class> per class (default: standard output)")
+                   help="CSV of predictions: bag, predicted, proba_<class> per class (default, or -: standard output)")
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("explain", help="per-instance evidence of a saved two-class model: which instances "
@@ -532,7 +545,7 @@ def build_parser() -> argparse.ArgumentParser:
                    "on one scale for all bags (the --top ones dotted), as DIR/<bag>.png")
     p.add_argument("--out", default=None,
                    help="CSV: bag, instance, evidence, rank (1 = most evidence for the positive class), method, "
-                   "evidence_for (the positive class) (default: standard output)")
+                   "evidence_for (the positive class) (default, or -: standard output)")
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("datasets", help="list the benchmarks and where they are found")

@@ -33,6 +33,13 @@ def load_benchmark_for(args, name: str):
     except ChecksumError as exc:
         # The library's advice (verify=False) is an API argument; here the switch is a flag.
         raise ChecksumError(str(exc).replace("pass verify=False", "add --no-verify")) from None
+    except ValueError as exc:  # a modified copy: the library points at read_mil_csv, the command line at --csv
+        text = str(exc)
+        if text.endswith("Use read_mil_csv to read a modified copy."):
+            path = text.split(" does not match ", 1)[0]
+            text = text.replace("Use read_mil_csv to read a modified copy.",
+                                f"To use a modified copy, pass it as --csv {path} --no-header.")
+        raise ValueError(text) from None
     except (FileNotFoundError, DownloadError) as exc:  # the same advice in the command line's words
         text = re.sub(r"Call load_benchmark\([^)]*\)", "Drop --no-download", str(exc))
         text = text.replace("and download=False", "and --no-download was given").replace(
@@ -112,7 +119,8 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
     """
     from .data import from_dataframe
     from .data.readers import (
-        check_header, check_row_widths, ids_as_written, index_by_line, looks_like_data, read_labels, shown_names,
+        check_header, check_row_widths, ids_as_written, index_by_line, looks_like_data, other_separator, read_labels,
+        shown_names,
     )
 
     no_header = bool(getattr(args, "no_header", False))
@@ -188,6 +196,10 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         hint = "name it with --bag-col"
         if not no_header and looks_like_data(columns):
             hint = "its first row looks like data, not names: for a file without a header add --no-header"
+        if other_separator(columns):
+            hint = (f"the header reads as one column: the file seems separated by {other_separator(columns)!r}, and "
+                    "the command line reads comma-separated files (convert it, or read it with "
+                    "load_bags_csv(path, sep=...) in Python)")
         raise ValueError(f"--csv {path} has no bag column {bag_col!r} (columns: {shown_names(columns)}); {hint}.")
     if label_col not in columns and labels:
         raise ValueError(f"--csv {path} has no label column {label_col!r} (columns: {shown_names(columns)}); "

@@ -85,13 +85,15 @@ def check_bags(
     out: list[np.ndarray] = []
     expected = n_features
     for i, bag in enumerate(bags):
-        if np.iscomplexobj(bag):  # numpy would drop the imaginary part with only a warning
-            raise ValueError(f"{name}[{i}] holds complex numbers; features must be real.")
         try:
+            if np.iscomplexobj(bag):  # numpy would drop the imaginary part with only a warning
+                raise ValueError(f"{name}[{i}] holds complex numbers; features must be real.")
             arr = np.asarray(bag, dtype=dtype)
             if dtype is None and arr.dtype not in (np.float32, np.float64):
                 arr = np.asarray(arr, dtype=np.float64)
         except (TypeError, ValueError) as exc:
+            if str(exc).startswith(f"{name}[{i}] "):
+                raise
             raise ValueError(f"{name}[{i}] could not be converted to a float array: {exc}") from exc
         if arr.ndim == 1:
             arr = arr.reshape(1, -1)
@@ -122,7 +124,7 @@ def check_bags(
             # The models compute in float32: such a value would turn infinite there and poison the prototypes.
             j, k = np.argwhere(big)[0]
             raise ValueError(
-                f"{name}[{i}] holds a value beyond float32's range (instance {j}, feature {k}: {arr[j, k]!r}); "
+                f"{name}[{i}] holds a value beyond float32's range (instance {j}, feature {k}: {float(arr[j, k])!r}); "
                 "rescale the features."
             )
         out.append(np.ascontiguousarray(arr))

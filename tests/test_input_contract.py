@@ -649,3 +649,43 @@ def test_cv_writes_its_three_files_together_or_none(tmp_path, capsys, monkeypatc
     code, _, err = _run(capsys, *argv)
     assert code != 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.csv"]  # nothing half-written, no temporaries left
+
+
+def test_wording_for_other_separators_modified_benchmarks_and_odd_bags(tmp_path, capsys):
+    from minitorch_proto.validation import check_bags
+
+    semi = tmp_path / "semi.csv"
+    semi.write_text("bag;label;f0\nb1;0;1,5\nb2;1;2,5\n")  # European: ';' between fields, ',' in numbers
+    code, _, err = _run(capsys, "train", "--csv", semi, *FAST, "--out", tmp_path / "m.safetensors")
+    assert code == 2 and "seems separated by ';'" in err
+    with pytest.raises(ValueError, match="seems separated by ';'"):
+        load_bags_csv(semi)
+    assert load_bags_csv(semi, sep=";", decimal=",").bags[0][0, 0] == 1.5
+    with pytest.raises(ValueError, match=r"instance 0, feature 0: 1e\+300\)"):
+        check_bags([np.array([[1e300]])])
+    with pytest.raises(ValueError, match=r"bags\[1\] could not be converted"):
+        check_bags([np.ones((2, 2)), [[1.0, 2.0], [3.0]]])
+
+
+@pytest.mark.skipif(not (Path(__file__).resolve().parents[2] / "shared" / "data" / "mil" / "Musk1.csv").is_file(),
+                    reason="needs ../shared/data/mil")
+def test_a_modified_benchmark_copy_is_pointed_at_the_command_line_not_the_api(tmp_path, capsys):
+    original = Path(__file__).resolve().parents[2] / "shared" / "data" / "mil" / "Musk1.csv"
+    (tmp_path / "Musk1.csv").write_text("".join(original.read_text().splitlines(keepends=True)[:-3]))
+    code, _, err = _run(capsys, "cv", "--dataset", "musk1", "--data-dir", tmp_path, "--no-verify", "--no-download",
+                        "--repeats", "1", "--folds", "2", *FAST)
+    assert code == 2 and err.endswith(f"pass it as --csv {tmp_path / 'Musk1.csv'} --no-header.")
+    assert "read_mil_csv" not in err
+
+
+def test_train_replaces_a_model_file_but_not_a_stranger_and_predict_writes_dash_to_standard_output(tmp_path, capsys):
+    data = _csv(tmp_path / "d.csv", [f"b{i}" for i in range(6)], [0, 1] * 3)
+    precious = tmp_path / "notes.txt"
+    precious.write_text("a week of notes\n")
+    code, _, err = _run(capsys, "train", "--csv", data, *FAST, "--out", precious)
+    assert code == 2 and "not a model file" in err and precious.read_text() == "a week of notes\n"
+    model = tmp_path / "m.safetensors"
+    for _ in range(2):  # a model file may be replaced by a new one
+        assert _run(capsys, "train", "--csv", data, *FAST, "--out", model)[0] == 0
+    code, out, _ = _run(capsys, "predict", "--model", model, "--csv", data, "--out", "-")
+    assert code == 0 and out.startswith("bag,predicted") and not Path("-").exists()

@@ -347,6 +347,9 @@ def from_dataframe(
             hint = ("; its first row looks like data, not names: read the file with header=None and name the "
                     "columns by position (bag_col=1, label_col=0 in the benchmarks' layout)"
                     if looks_like_data([str(c) for c in columns]) else "")
+            sep = other_separator(columns)
+            if sep:
+                hint = f"; the header reads as one column: the file seems separated by {sep!r} (pass sep={sep!r})"
             raise ValueError(f"{where}: column {col!r} ({role}) not found; columns are {shown_names(columns)}{hint}.")
     if feature_cols is None:
         feature_cols = [c for c in columns if c not in (bag_col, label_col)]
@@ -389,6 +392,15 @@ def from_dataframe(
                                        label_names=np.asarray(names))
     y = np.asarray(names)[raw_y.astype(np.int64)]
     return BagDataset(name, bags, y, bag_ids, feature_names=[str(c) for c in feature_cols])
+
+
+def other_separator(columns: Sequence) -> str | None:
+    """The separator a file read as comma-separated seems to use instead (its header came back as one
+    column holding ``;`` or a tab), or None."""
+    if len(columns) != 1:
+        return None
+    name = str(columns[0])
+    return next((sep for sep in (";", "\t", "|") if sep in name), None)
 
 
 def looks_like_data(names: Sequence[str]) -> bool:
@@ -456,6 +468,11 @@ def check_row_widths(df: pd.DataFrame, where: str) -> None:
     pandas then quietly takes the first column as the row index: the bag ids would be dropped and
     every column read as its neighbour (labels as bag ids, the first feature as labels).
     """
+    sep = other_separator(df.columns)
+    if sep and (not isinstance(df.index, pd.RangeIndex) or df.shape[1] == 1):
+        raise ValueError(f"{where}: the header reads as one column: the file seems separated by {sep!r}, not by "
+                         f"commas (convert it to a comma-separated file, or read it with load_bags_csv(path, "
+                         f"sep={sep!r}) in Python).")
     if not isinstance(df.index, pd.RangeIndex):
         raise ValueError(f"{where}: its rows have one field more than the header names columns (a name missing "
                          "from the header, or a comma at the end of every row?); fix the header or the rows.")
