@@ -153,6 +153,10 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         # Predicting reads no labels: a blank or odd label column is no error then.
         ds = DiskBagDataset(bags_dir, labels_path, bag_col=bag_col, label_col=label_col if labels else None,
                             follow_links=getattr(args, "follow_links", False))
+        if ds.unlisted and int(os.environ.get("RANK", "0")) == 0:  # a stale or partial labels file reads no error
+            print(f"note: {len(ds.unlisted)} feature file(s) in --bags-dir {bags_dir} are not listed in {labels_path} "
+                  f"and are not read ({', '.join(ds.unlisted[:3])}{' ...' if len(ds.unlisted) > 3 else ''}).",
+                  file=sys.stderr)
         if labels and ds.y is None:
             raise ValueError(f"--labels {labels_path} has no label column {label_col!r} (columns: {ds.columns}); "
                              "name it with --label-col.")

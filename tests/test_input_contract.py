@@ -689,3 +689,29 @@ def test_train_replaces_a_model_file_but_not_a_stranger_and_predict_writes_dash_
         assert _run(capsys, "train", "--csv", data, *FAST, "--out", model)[0] == 0
     code, out, _ = _run(capsys, "predict", "--model", model, "--csv", data, "--out", "-")
     assert code == 0 and out.startswith("bag,predicted") and not Path("-").exists()
+
+
+def test_bag_folder_messages_point_at_the_near_miss(tmp_path, capsys):
+    import h5py
+
+    bags, y = make_concept_bags(n_bags=4, n_features=2)
+    folder = tmp_path / "f"
+    write_bag_folder(folder, bags, y, ["b0", "b1", "b2", "b3"], fmt="npy")
+    model = tmp_path / "m.safetensors"
+    (folder / "labels.csv").write_text("bag,label\n" + "".join(f"b{i},{int(y[i])}\n" for i in range(3)))
+    code, _, err = _run(capsys, "train", "--bags-dir", folder, *FAST, "--out", model)
+    assert code == 0 and "1 feature file(s) in --bags-dir" in err and "b3.npy" in err  # listed nowhere, read nowhere
+    (folder / "labels.csv").write_text("bag,label\nb0.npy,0\nb1,1\n")
+    code, _, err = _run(capsys, "train", "--bags-dir", folder, *FAST, "--out", model)
+    assert code == 2 and "ids name files without their suffix" in err
+    (folder / "b0.npy").rename(folder / "b0.NPY")
+    (folder / "labels.csv").write_text("bag,label\nb0,0\nb1,1\n")
+    code, _, err = _run(capsys, "train", "--bags-dir", folder, *FAST, "--out", model)
+    assert code == 2 and "found 'b0.NPY': rename it with a lower-case suffix" in err
+    other = tmp_path / "h"
+    other.mkdir()
+    with h5py.File(other / "s0.h5", "w") as fh:
+        fh["feats"] = bags[0]
+    (other / "labels.csv").write_text("bag,label\ns0,0\n")
+    code, _, err = _run(capsys, "predict", "--model", model, "--bags-dir", other)
+    assert code == 2 and "no 'features' dataset in the HDF5 file (it holds ['feats'])" in err

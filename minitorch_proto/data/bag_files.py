@@ -207,8 +207,11 @@ def open_array(path: Path, key: str, follow_links: bool = False):
         handle.close()
         raise BagFileError(f"{path}: not a readable HDF5 file ({first_line(exc)}).") from None
     if dataset is None:
+        held = sorted(name for name in handle.keys())[:5] if hasattr(handle, "keys") else []
         handle.close()
-        raise BagFileError(f"{path}: no {key!r} dataset in the HDF5 file.")
+        raise BagFileError(f"{path}: no {key!r} dataset in the HDF5 file (it holds {held}); the features are read "
+                           f"from {key!r}, as CLAM and TRIDENT write them (in Python, DiskBagDataset(key=...) reads "
+                           "another).")
     return dataset, handle
 
 

@@ -25,6 +25,7 @@ import errno
 import io
 import os
 import tempfile
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -155,6 +156,10 @@ class DiskBagDataset(Sequence):
         self.bag_ids = ids.astype(str).to_numpy()
         self.y = y
         self._files = [self._inspect(str(b)) for b in self.bag_ids]
+        listed = set(self.bag_ids.tolist())
+        #: Feature files in the folder that the labels file does not list (they are not read).
+        self.unlisted = sorted(p.name for p in root.iterdir()
+                               if p.suffix.lower() in FEATURE_SUFFIXES and p.stem not in listed)
         widths = {f.n_features for f in self._files}
         if len(widths) > 1:
             first = self._files[0]
@@ -199,8 +204,16 @@ class DiskBagDataset(Sequence):
         found = self._candidates(bag_id)
         if not found:
             tried = ", ".join(repr(f"{bag_id}{s}") for s in FEATURE_SUFFIXES)
+            hint = ""
+            if any(bag_id.lower().endswith(s) for s in FEATURE_SUFFIXES):
+                hint = "; ids name files without their suffix: write the id without it"
+            else:  # the right file under another case of its suffix ("b0.NPY"): the id is right, the name is not
+                near = [p.name for p in self.root.glob(f"{glob_escape(bag_id)}.*")
+                        if p.suffix.lower() in FEATURE_SUFFIXES and p.suffix not in FEATURE_SUFFIXES]
+                if near:
+                    hint = f"; found {near[0]!r}: rename it with a lower-case suffix"
             raise FileNotFoundError(escape_breaks(
-                f"No feature file for bag {bag_id!r} in {self.root} (looked for {tried})."))
+                f"No feature file for bag {bag_id!r} in {self.root} (looked for {tried}){hint}."))
         if len(found) > 1:
             raise BagFileError(f"Bag {bag_id!r} has several feature files ({', '.join(p.name for p in found)}): keep one.")
         path = found[0]
