@@ -28,11 +28,13 @@ import numpy as np
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bags", type=int, default=100)
+    ap.add_argument("--bags", type=int, default=100, help="slides (at least 10: the model trains on 40%% of them)")
     ap.add_argument("--grid", type=int, default=32, help="patches per side (bag size: grid squared)")
     ap.add_argument("--features", type=int, default=512)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    if args.bags < 10:  # the convex head needs two training bags of each class
+        ap.error(f"--bags must be at least 10, got {args.bags}")
 
     import torch
 

@@ -92,7 +92,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{rows[name]['accuracy']:>8.3f}", flush=True)
     total = sum(r["seconds"] for r in rows.values())
     total_floor = sum(r["floor_s"] for r in rows.values())
-    print(f"\nall {len(rows)}: {total:.0f} s ({total / TARGET_SECONDS:.2f} of the {TARGET_SECONDS:.0f} s target), "
+    # The target is for the whole 5 x 10 on all five benchmarks: a fraction of it says nothing about a part.
+    whole = args.repeats == 5 and set(args.datasets) == set(DATASETS)
+    share = (f"{total / TARGET_SECONDS:.2f} of the {TARGET_SECONDS:.0f} s target" if whole else
+             f"a partial run: the {TARGET_SECONDS:.0f} s target is for 5 x 10 on all five benchmarks")
+    print(f"\nall {len(rows)}: {total:.0f} s ({share}), "
           f"{total / total_floor:.0f} x the distance products' floor "
           f"({args.threads} threads, {args.jobs} head workers)")
     print(json.dumps({"datasets": rows, "total_seconds": total, "total_floor_s": total_floor,

@@ -41,6 +41,9 @@ def compare(name: str, epochs: int, runs: int, n_folds_loop: int | None) -> dict
     mconf, tconf = paper_configs(name, epochs=epochs)
     loop_folds = folds[:n_folds_loop] if n_folds_loop else folds
     torch.set_num_threads(1)  # the faster setting for the loop too, on two cores
+    # Untimed: torch's first optimiser step imports torch._dynamo (4.6 s against 0.4 s a fold after it),
+    # which a --quick run's loop, scaled from 5 folds to 50, had multiplied tenfold (Musk1 "208x").
+    train_per_bag(data.bags, data.y, folds[0].train[:4], folds[0].seed, 1, tconf.lr_prototypes, tconf.lr_classifier)
     loop_times, loop_acc = [], []
     for _ in range(runs):
         t0 = time.perf_counter()

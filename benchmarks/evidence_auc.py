@@ -32,6 +32,7 @@ from minitorch_proto import PrototypeMILClassifier
 from minitorch_proto.book import evidence_prototype_hits, run_mnist_experiment
 from minitorch_proto.evaluation import EVIDENCE_METHODS, evidence_auc, evidence_reference
 from minitorch_proto.evaluation.metrics import scores_from_proba
+from seed_args import seed_list  # this folder is on sys.path
 
 
 #: The digit-like test of every row: at least MIN_HITS of the evidence prototype's K nearest training digits
@@ -93,14 +94,20 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.freeze and not args.out:
         p.error("--freeze needs --out")
-    lo, hi = (int(v) for v in args.seeds.split("-"))
+    try:
+        seeds = seed_list(args.seeds)
+    except ValueError as exc:
+        p.error(str(exc))
     targets = [int(t) for t in args.targets.split(",")]
     models = args.models.split(",")
+    unknown = [m for m in models if m not in MODEL_NAMES]
+    if unknown:  # before the bags are built and the first model fitted
+        p.error(f"--models: unknown {unknown}; choose from {sorted(MODEL_NAMES)}")
     torch.set_num_threads(1)
     earlier = pd.read_csv(args.out) if args.out and Path(args.out).exists() else None
     rows = []
     for target in targets:
-        for seed in range(lo, hi + 1):
+        for seed in seeds:
             todo = [m for m in models if earlier is None or not (
                 (earlier["target"] == target) & (earlier["seed"] == seed)
                 & (earlier["model"] == MODEL_NAMES[m])).any()]

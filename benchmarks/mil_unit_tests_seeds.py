@@ -28,6 +28,7 @@ from minitorch_proto import book
 from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.evaluation.mil_unit_tests import summarize_unit_tests
+from seed_args import seed_list  # this folder is on sys.path
 
 
 @contextlib.contextmanager
@@ -67,9 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         print(summarize_unit_tests(table).round(3).to_string())
         return 0
     try:
-        lo, hi = (int(v) for v in args.seeds.split("-"))
-    except ValueError:
-        print(f"error: --seeds must be LO-HI, got {args.seeds!r}", file=sys.stderr)
+        seeds = seed_list(args.seeds)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     torch.set_num_threads(1)
     available = book.default_mil_unit_test_models()
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         done = set(zip(old["model"], old["seed"]))
     version = code_version()
     out.parent.mkdir(parents=True, exist_ok=True)
-    for seed in range(lo, hi + 1):
+    for seed in seeds:
         for name in names:
             if (name, seed) in done:
                 continue

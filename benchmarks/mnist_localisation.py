@@ -35,6 +35,7 @@ from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.evaluation.explain import instance_distances
 from minitorch_proto.evaluation.metrics import binary_auc
 from minitorch_proto.book import run_mnist_experiment
+from seed_args import seed_list  # this folder is on sys.path
 
 
 def _variant_scores(clf: PrototypeMILClassifier, bag: np.ndarray) -> tuple[np.ndarray, int]:
@@ -94,9 +95,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--target", type=int, default=9)
     p.add_argument("--freeze", action="store_true", help="write the frozen table mnist_localisation")
     args = p.parse_args(argv)
-    lo, hi = (int(v) for v in args.seeds.split("-"))
+    try:
+        seeds = seed_list(args.seeds)
+    except ValueError as exc:
+        p.error(str(exc))
     torch.set_num_threads(1)
-    table = pd.DataFrame([row for seed in range(lo, hi + 1) for row in run(seed, args.target)])
+    table = pd.DataFrame([row for seed in seeds for row in run(seed, args.target)])
     print(table.groupby("model").mean(numeric_only=True).round(3).to_string())
     if args.freeze:
         write_frozen(table, "mnist_localisation",

@@ -25,6 +25,7 @@ import torch
 
 from minitorch_proto.book import MNIST_TUNING_SEEDS, mnist_inner_validation, mnist_seed_sweep, \
     mnist_sweep_verdict
+from seed_args import seed_list  # this folder is on sys.path
 
 #: Candidate settings of the probes, as overrides of the *previous* defaults (lr_prototypes 1e-3,
 #: 50 epochs, lambda_d 0.1); "chosen" is what became ``MNIST_DEFAULTS``.
@@ -42,13 +43,6 @@ PROBES = {
     "chosen, lambda_d 0.001": {"lambda_d": 0.001, "lr_prototypes": 3e-3, "epochs": 100},
     "chosen, lr_prototypes 1e-2": {"lambda_d": 0.01, "lr_prototypes": 1e-2, "epochs": 100},
 }
-
-
-def _seeds(text: str) -> list[int]:
-    if "-" in text:
-        lo, hi = text.split("-")
-        return list(range(int(lo), int(hi) + 1))
-    return [int(s) for s in text.split(",")]
 
 
 def tune(source: str) -> pd.DataFrame:
@@ -81,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         tune(args.source)
         return 0
     try:
-        targets, seeds = [int(t) for t in args.targets.split(",")], _seeds(args.seeds)
+        targets, seeds = [int(t) for t in args.targets.split(",")], seed_list(args.seeds)
     except ValueError:
         parser.error("--targets and --seeds take integers such as 9,5 and 0-9")
     done = pd.read_csv(args.resume) if args.resume and args.resume.is_file() else pd.DataFrame()

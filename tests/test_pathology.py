@@ -255,3 +255,18 @@ def test_compare_script_adds_balanced_accuracy_on_shared_folds(monkeypatch, tmp_
     assert "balanced accuracy" in table and "`miles`" in table
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert set(last["methods"]) == {"miles", "bag_stats"}
+
+
+def test_the_comparison_table_says_what_each_method_had():
+    import pandas as pd
+
+    from minitorch_proto.book import comparison_table, method_budget
+
+    assert method_budget("prototype-recommended") == ("2-member ensemble, the head's strength and features chosen "
+                                                      "on inner folds, the shipped recipe")
+    assert method_budget("attention") == "one model, package defaults"
+    assert method_budget("prototype") == "one model, the paper's Table 1 settings"
+    rows = pd.DataFrame({"key": ["miles", "miles"], "auc": [0.8, 0.9], "balanced_accuracy": [0.7, 0.8],
+                         "accuracy": [0.7, 0.8], "repeat": [1, 1], "fit_seconds": [1.0, 3.0]})
+    table = comparison_table(rows)
+    assert table.loc[0, "budget"] == "one model, package defaults" and table.loc[0, "fit s / fold"] == 2.0
