@@ -26,6 +26,7 @@ from per_bag_loop import accuracy, train_per_bag  # noqa: E402
 
 from minitorch_proto import PrototypeMIL, PrototypeMILConfig, load_benchmark, paper_configs, stratified_folds  # noqa: E402
 from minitorch_proto.evaluation.cv import CVTask, evaluate_tasks  # noqa: E402
+from minitorch_proto.data import BENCHMARKS  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -98,7 +99,7 @@ def full_reproduction(runs: int, epochs: int = 100) -> float:
     for _ in range(runs):
         t0 = time.perf_counter()
         tasks = []
-        for name in ("musk1", "musk2", "fox", "tiger", "elephant"):
+        for name in BENCHMARKS:
             d = load_benchmark(name)
             mconf, tconf = paper_configs(name, epochs=epochs)
             tasks.append(CVTask(name, d.bags, d.y, stratified_folds(d.y, 5, 10), mconf, tconf))
