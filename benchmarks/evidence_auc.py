@@ -32,7 +32,7 @@ from minitorch_proto import PrototypeMILClassifier
 from minitorch_proto.book import evidence_prototype_hits, run_mnist_experiment
 from minitorch_proto.evaluation import EVIDENCE_METHODS, evidence_auc, evidence_reference
 from minitorch_proto.evaluation.metrics import scores_from_proba
-from seed_args import seed_list  # this folder is on sys.path
+from script_args import seed_list  # this folder is on sys.path
 
 
 #: The digit-like test of every row: at least MIN_HITS of the evidence prototype's K nearest training digits

@@ -9,23 +9,19 @@ accuracies and AUCs quoted at ``ROUND_5``; "all log_loss" is the round-4 head it
 
     MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/head_probe.py fox 2
 """
-import argparse
 import time
 import warnings
 
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
+from script_args import probe_arguments  # this folder is on sys.path
 from recommended_lodo import BASE, ROUND_4  # this folder is on sys.path
 from minitorch_proto import PrototypeMILClassifier, load_benchmark, stratified_folds
 from minitorch_proto.convex_head import fit_convex_head
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("dataset", help="a benchmark, e.g. fox")
-parser.add_argument("repeats", nargs="?", type=int, default=2, help="repetitions of 10-fold CV (default 2)")
-args = parser.parse_args()
+name, repeats = probe_arguments(__doc__)
 warnings.filterwarnings("ignore")
-name, repeats = args.dataset, args.repeats
 #: The round-4 recipe, written out: RECOMMENDED has moved on since (two members, inner-accuracy choices),
 #: and a rerun must probe the head the round-5 figures were measured on (one model: n_seeds=1).
 ROUND_4_RECIPE = {**BASE, **ROUND_4["cosine, D1024, L1 head, similarity"]}

@@ -28,7 +28,7 @@ from minitorch_proto import book
 from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.evaluation.mil_unit_tests import summarize_unit_tests
-from seed_args import seed_list  # this folder is on sys.path
+from script_args import seed_list  # this folder is on sys.path
 
 
 @contextlib.contextmanager

@@ -65,7 +65,7 @@ from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.data import SyntheticBags
 from minitorch_proto.evaluation.mil_unit_tests import summarize_unit_tests
-from seed_args import seed_list  # this folder is on sys.path
+from script_args import seed_list  # this folder is on sys.path
 
 #: Sizes handed to torchmil (see the module docstring).
 N_FEATURES = 10

@@ -35,7 +35,7 @@ from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.evaluation.explain import instance_distances
 from minitorch_proto.evaluation.metrics import binary_auc
 from minitorch_proto.book import run_mnist_experiment
-from seed_args import seed_list  # this folder is on sys.path
+from script_args import seed_list  # this folder is on sys.path
 
 
 def _variant_scores(clf: PrototypeMILClassifier, bag: np.ndarray) -> tuple[np.ndarray, int]:

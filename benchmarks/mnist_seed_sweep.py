@@ -25,7 +25,7 @@ import torch
 
 from minitorch_proto.book import MNIST_TUNING_SEEDS, mnist_inner_validation, mnist_seed_sweep, \
     mnist_sweep_verdict
-from seed_args import seed_list  # this folder is on sys.path
+from script_args import seed_list  # this folder is on sys.path
 
 #: Candidate settings of the probes, as overrides of the *previous* defaults (lr_prototypes 1e-3,
 #: 50 epochs, lambda_d 0.1); "chosen" is what became ``MNIST_DEFAULTS``.

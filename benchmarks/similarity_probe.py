@@ -12,22 +12,18 @@ so the variant's numbers differ a little).
 
     MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/similarity_probe.py fox 2
 """
-import argparse
 import time
 import warnings
 import numpy as np, torch
 from sklearn.metrics import roc_auc_score
+from script_args import probe_arguments  # this folder is on sys.path
 from recommended_lodo import BASE, ROUND_3  # this folder is on sys.path
 from minitorch_proto import PrototypeMILClassifier, load_benchmark, stratified_folds
 from minitorch_proto.baselines.miles import miles_embedding
 from minitorch_proto.convex_head import fit_convex_head
 
-parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-parser.add_argument("dataset", help="a benchmark, e.g. fox")
-parser.add_argument("repeats", nargs="?", type=int, default=2, help="repetitions of 10-fold CV (default 2)")
-args = parser.parse_args()
+name, repeats = probe_arguments(__doc__)
 warnings.filterwarnings("ignore")
-name, repeats = args.dataset, args.repeats
 #: The round-3 recipe, written out (RECOMMENDED has moved on since: a similarity head, two members).
 ROUND_3_RECIPE = {**BASE, **ROUND_3["cosine, D1024, L1 head"]}
 d = load_benchmark(name)

@@ -1,5 +1,8 @@
-"""The one reading of a ``--seeds`` option for the benchmark scripts: ``0-9``, ``0,3,7`` or ``4``."""
+"""Options several benchmark scripts share, read one way: ``--seeds`` (``0-9``, ``0,3,7`` or ``4``)
+and the probes' ``DATASET [REPEATS]``."""
 from __future__ import annotations
+
+import argparse
 
 
 def seed_list(text: str) -> list[int]:
@@ -21,3 +24,12 @@ def seed_list(text: str) -> list[int]:
     if not seeds:
         raise ValueError(f"--seeds {text!r} names no seed (LO must not exceed HI).")
     return seeds
+
+
+def probe_arguments(doc: str) -> tuple[str, int]:
+    """``DATASET [REPEATS]`` of the exploratory probes (a benchmark, and repetitions of 10-fold CV)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("dataset", help="a benchmark, e.g. fox")
+    parser.add_argument("repeats", nargs="?", type=int, default=2, help="repetitions of 10-fold CV (default 2)")
+    args = parser.parse_args()
+    return args.dataset, args.repeats
