@@ -596,6 +596,9 @@ def test_labels_as_written_na_is_a_class_and_true_false_in_any_case_are_booleans
     assert plain.y.dtype == np.int64 and plain.y.tolist() == [1, 0, -1, 1]
     with pytest.raises(ValueError, match="missing a value"):
         load_bags_csv(_raw_csv(tmp_path / "e.csv", "bag,label,f0,f1", _bag_rows(["", "1", "0", "1"])))
+    # Among numbers (or true/false) NA is pandas' missing value still, not a third class.
+    with pytest.raises(ValueError, match=r"missing a value \(line 6\)"):
+        load_bags_csv(_raw_csv(tmp_path / "n.csv", "bag,label,f0,f1", _bag_rows(["0", "1", "NA", "1"])))
 
 
 def test_rows_with_one_field_more_than_the_header_are_refused(tmp_path, capsys):

@@ -130,6 +130,8 @@ class DiskBagDataset(Sequence):
                 table[label_col] = read_labels(table, labels, label_col, str(labels))
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
             raise BagFileError(f"{labels}: not a readable CSV ({first_line(exc)}).") from None
+        except ValueError as exc:  # the labels' or the rows' own one-line reasons, as this module's error
+            raise BagFileError(str(exc)) from None
         if bag_col not in table.columns:
             raise BagFileError(f"{labels}: no bag-id column {bag_col!r} (columns: {list(table.columns)}).")
         if len(table) == 0:

@@ -480,6 +480,9 @@ def check_row_widths(df: pd.DataFrame, where: str) -> None:
 
 #: Text that reads as a yes/no label.
 _BOOLEAN_WORDS = {"true": True, "false": False}
+#: pandas' words for a missing value (lower case): missing among numeric or yes/no labels, names among names.
+_MISSING_WORDS = {"na", "n/a", "nan", "-nan", "null", "none", "<na>", "#n/a", "#na", "#n/a n/a", "-1.#ind",
+                  "1.#ind", "-1.#qnan", "1.#qnan"}
 
 
 def check_spellings(labels: Sequence, where: str, label_col) -> None:
@@ -508,6 +511,12 @@ def labels_from_text(texts: pd.Series, where: str, label_col) -> pd.Series:
     """
     values = [v for v in pd.unique(texts.dropna())]
     words = {str(v).strip().lower() for v in values}
+    others = words - _MISSING_WORDS
+    if words & _MISSING_WORDS and others and (others <= set(_BOOLEAN_WORDS) or _all_numbers(sorted(others))):
+        # "NA" among numbers or true/false is a missing value, as pandas reads it; among names it is a name.
+        texts = texts.where(~texts.str.strip().str.lower().isin(_MISSING_WORDS))
+        values = [v for v in pd.unique(texts.dropna())]
+        words = others
     if values and words <= set(_BOOLEAN_WORDS):  # True, TRUE and true alike, as pandas reads them
         return texts.map(lambda v: v if pd.isna(v) else _BOOLEAN_WORDS[v.strip().lower()]).astype(object)
     check_spellings(values, where, label_col)
