@@ -240,6 +240,13 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
                                         label_col)) from None
     if labels:
         _check_label_column(ds.y, f"--csv {path}", label_col)
+    trimmed: dict[str, str] = {}
+    for bag_id in map(str, ds.bag_ids):  # ids stay as written; a spreadsheet's stray space splits a bag in two
+        twin = trimmed.setdefault(bag_id.strip(), bag_id)
+        if twin != bag_id and int(os.environ.get("RANK", "0")) == 0:
+            print(f"note: --csv {path}: bag ids {twin!r} and {bag_id!r} differ only in surrounding spaces; they are "
+                  "read as two bags.", file=sys.stderr)
+            break
     ds.source = str(path)
     return ds, others
 

@@ -718,3 +718,9 @@ def test_bag_folder_messages_point_at_the_near_miss(tmp_path, capsys):
     (other / "labels.csv").write_text("bag,label\ns0,0\n")
     code, _, err = _run(capsys, "predict", "--model", model, "--bags-dir", other)
     assert code == 2 and "no 'features' dataset in the HDF5 file (it holds ['feats'])" in err
+
+
+def test_bag_ids_that_differ_only_in_spaces_stay_two_bags_with_a_note(tmp_path, capsys):
+    path = _csv(tmp_path / "s.csv", ["b1", "b1 ", "b2", "b3"], [0, 1, 0, 1])
+    code, out, err = _run(capsys, "train", "--csv", path, *FAST, "--out", tmp_path / "m.safetensors")
+    assert code == 0 and "4 bags" in out and "'b1' and 'b1 ' differ only in surrounding spaces" in err
