@@ -118,10 +118,10 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
     column count is checked instead.
     """
     from .data import from_dataframe
-    from .data.readers import (
-        check_header, check_row_widths, ids_as_written, index_by_line, looks_like_data, other_separator, read_labels,
-        shown_names,
+    from .data.csv_checks import (
+        check_header, check_row_widths, ids_as_written, looks_like_data, other_separator, read_labels,
     )
+    from .data.readers import index_by_line, shown_names
 
     no_header = bool(getattr(args, "no_header", False))
     if no_header and not getattr(args, "csv", None):

@@ -178,23 +178,23 @@ def write_together(files: Mapping[str | os.PathLike, bytes | str]) -> list[Path]
 
 def _replace_all(temps: list[tuple[str, Path]]) -> None:
     """Rename each temporary file onto its target; if one rename fails, undo the others (old files back)."""
-    done: list[tuple[Path, Path | None]] = []
+    done: list[tuple[Path, Path | None, bool]] = []  # (target, its old file moved aside, whether it existed)
     try:
-        for tmp, path in temps:
-            backup = None
-            if path.is_file() and len(temps) > 1:
-                backup = path.with_name(f".{path.name[:40]}.{os.getpid()}.old")
+        for k, (tmp, path) in enumerate(temps):
+            existed, backup = path.exists(), None
+            if path.is_file() and len(temps) > 1:  # one rename alone replaces or fails whole: nothing to undo
+                backup = path.with_name(f".{path.name[:40]}.{os.getpid()}.{k}.old")  # k: long names share a prefix
                 os.replace(path, backup)
-            done.append((path, backup))
+            done.append((path, backup, existed))
             os.replace(tmp, path)
     except BaseException:
-        for path, backup in reversed(done):
+        for path, backup, existed in reversed(done):
             if backup is not None and backup.exists():
                 os.replace(backup, path)
-            elif backup is None and path.is_file():  # a new file of this call (nothing stood there before)
+            elif not existed and path.is_file():  # a new file of this call (nothing stood there before)
                 path.unlink()
         raise
-    for _, backup in done:
+    for _, backup, _ in done:
         if backup is not None:
             backup.unlink(missing_ok=True)
 

@@ -724,3 +724,50 @@ def test_bag_ids_that_differ_only_in_spaces_stay_two_bags_with_a_note(tmp_path, 
     path = _csv(tmp_path / "s.csv", ["b1", "b1 ", "b2", "b3"], [0, 1, 0, 1])
     code, out, err = _run(capsys, "train", "--csv", path, *FAST, "--out", tmp_path / "m.safetensors")
     assert code == 0 and "4 bags" in out and "'b1' and 'b1 ' differ only in surrounding spaces" in err
+
+
+def test_the_readers_own_options_still_rule_their_columns(tmp_path):
+    # From a review of the label change: an index the caller names, their own parsing of labels, usecols.
+    (tmp_path / "i.csv").write_text("sample,bag,label,f0\n" + "".join(f"s{k},b{k // 2},{k // 2 % 2},{k}\n"
+                                                                      for k in range(8)))
+    assert load_bags_csv(tmp_path / "i.csv", index_col="sample").n_bags == 4
+    (tmp_path / "d.csv").write_text('bag;label;f0\n' + "".join(f"b{k};{k % 2},0;{k},5\n" for k in range(4)))
+    assert load_bags_csv(tmp_path / "d.csv", sep=";", decimal=",").y.tolist() == [0, 1, 0, 1]
+    (tmp_path / "u.csv").write_text("bag,label,f0,junk\nb0,,1,x\nb1,1,2,y\n")
+    with pytest.raises(ValueError, match="missing a value"):
+        load_bags_csv(tmp_path / "u.csv", usecols=["bag", "label", "f0"])
+    (tmp_path / "n.csv").write_text("bag,label,f0\n" + "".join(f"b{k},{lab},{k}\n" for k, lab in
+                                                             enumerate(["1.benign", "2.malignant", "NA", "NA"])))
+    assert load_bags_csv(tmp_path / "n.csv").y.tolist() == ["1.benign", "2.malignant", "NA", "NA"]
+
+
+def test_a_failed_rename_keeps_the_old_files_whole(tmp_path, monkeypatch):
+    from minitorch_proto import outputs
+
+    real = os.replace
+    calls = []
+
+    def fail_at(n):
+        def replace(src, dst):
+            calls.append(dst)
+            if len(calls) == n:
+                raise OSError(28, "No space left on device")
+            return real(src, dst)
+        return replace
+
+    model = tmp_path / "model.safetensors"
+    model.write_text("OLD")
+    monkeypatch.setattr(outputs.os, "replace", fail_at(1))
+    with pytest.raises(OSError):
+        outputs.write_atomic(model, "NEW")
+    assert model.read_text() == "OLD"  # the rollback had taken it for a new file and deleted it
+    stem = "x" * 45  # long names: the backups had shared one name
+    files = [tmp_path / f"{stem}.csv", tmp_path / f"{stem}.predictions.csv", tmp_path / f"{stem}.run.json"]
+    for f in files:
+        f.write_text("OLD " + f.name)
+    calls.clear()
+    monkeypatch.setattr(outputs.os, "replace", fail_at(6))  # the last of three (aside, new) pairs
+    with pytest.raises(OSError):
+        outputs.write_together({f: "NEW" for f in files})
+    assert [f.read_text() for f in files] == ["OLD " + f.name for f in files]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([model.name] + [f.name for f in files])

@@ -266,6 +266,9 @@ def test_the_comparison_table_says_what_each_method_had():
                                                       "on inner folds, the shipped recipe")
     assert method_budget("attention") == "one model, package defaults"
     assert method_budget("prototype") == "one model, the paper's Table 1 settings"
+    assert method_budget("prototype-tuned").endswith("settings compared on inner folds, the best refitted")
+    assert method_budget("prototype-best").startswith("settings searched on inner folds")
+    assert method_budget("prototype-compat") == "one model, the published code's settings"
     rows = pd.DataFrame({"key": ["miles", "miles"], "auc": [0.8, 0.9], "balanced_accuracy": [0.7, 0.8],
                          "accuracy": [0.7, 0.8], "repeat": [1, 1], "fit_seconds": [1.0, 3.0]})
     table = comparison_table(rows)

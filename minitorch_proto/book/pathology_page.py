@@ -59,13 +59,24 @@ def _cell(values: pd.Series, repeats: pd.Series) -> str:
 def method_budget(key: str, seed: int = 0) -> str:
     """What a registered method has at its defaults, read from the estimator it builds: members
     averaged and choices made on inner folds differ between methods, and a table should say so."""
+    from ..evaluation.tuning import HalvingSearch, SearchBudget
+    from ..meta_estimators import InnerCVSelection
+
     est = make(resolve(key)[0].key, seed)
+    if isinstance(est, HalvingSearch):
+        seeds = (est.budget or SearchBudget()).n_seeds
+        return f"settings searched on inner folds (successive halving), then a {seeds}-seed ensemble"
+    if isinstance(est, InnerCVSelection):
+        members = int(est.n_seeds)
+        return (f"{len(est.grid)} settings compared on inner folds, the best refitted"
+                + (f" as a {members}-seed ensemble" if members > 1 else ""))
     members = int(getattr(est, "n_seeds", 1) or 1)
     text = f"{members}-member ensemble" if members > 1 else "one model"
     if getattr(est, "head", None) == "logistic":
         text += ", the head's strength" + (" and features" if getattr(est, "head_features", "all") == "inner" else "")
         text += " chosen on inner folds"
-    recipe = {"prototype": "the paper's Table 1 settings", "prototype-recommended": "the shipped recipe"}
+    recipe = {"prototype": "the paper's Table 1 settings", "prototype-recommended": "the shipped recipe",
+              "prototype-compat": "the published code's settings", "prototype-monotone": "the monotone variant's settings"}
     return f"{text}, {recipe.get(key, 'package defaults')}"
 
 

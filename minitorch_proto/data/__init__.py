@@ -9,6 +9,7 @@ module             what it holds
 ``containers``     :class:`BagDataset`
 ``download``       the one downloader and the one cache rule (:func:`default_cache_dir`)
 ``readers``        the CSV collection, PRTools ``.mat`` files, the user's CSV/DataFrame
+``csv_checks``     what a CSV must satisfy: header, row widths, separator, ids and labels as written
 ``benchmarks``     Musk1, Musk2, Fox, Tiger, Elephant: :func:`load_benchmark`, split files
 ``pathology``      UCSB breast cancer, a real histopathology set: :func:`load_pathology`
 ``synthetic``      the toy problem of the paper's Figure 1 and the MIL unit-test generators

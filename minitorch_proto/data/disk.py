@@ -118,7 +118,7 @@ class DiskBagDataset(Sequence):
                 and not labels.resolve().is_relative_to(root.resolve())):
             # The folder's own labels file is the stranger's too; one named on purpose elsewhere is the user's.
             raise BagFileError(f"{labels} leads outside {root} (to {labels.resolve()}); {LINK_ADVICE}.")
-        from .readers import check_row_widths, ids_as_written, read_labels
+        from .csv_checks import check_row_widths, ids_as_written, read_labels
 
         try:
             text = {bag_col: str, **({label_col: str} if label_col is not None else {})}

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import numpy as np
 import pandas as pd
 
 from .bag_files import first_line
 from .containers import BagDataset
+from .csv_checks import (check_header, check_row_widths, check_spellings, ids_as_written, looks_like_data,
+                         other_separator, read_labels)
 
 __all__ = ["check_feature_values", "from_dataframe", "load_bags_csv", "read_mil_csv", "read_mil_mat"]
 
@@ -394,33 +396,6 @@ def from_dataframe(
     return BagDataset(name, bags, y, bag_ids, feature_names=[str(c) for c in feature_cols])
 
 
-def other_separator(columns: Sequence) -> str | None:
-    """The separator a file read as comma-separated seems to use instead (its header came back as one
-    column holding ``;`` or a tab), or None."""
-    if len(columns) != 1:
-        return None
-    name = str(columns[0])
-    return next((sep for sep in (";", "\t", "|") if sep in name), None)
-
-
-def looks_like_data(names: Sequence[str]) -> bool:
-    """Whether a header row reads as a row of data: numbers, but for one text bag id (``0,b000,0.1,...``)."""
-    return len(names) > 2 and sum(not _all_numbers([n]) for n in names) <= 1
-
-
-def _all_numbers(names: Sequence[str]) -> bool:
-    """Whether every column name reads as a number (pandas suffixes repeats: "0", "0.1", "8.5.1")."""
-    def number(text: str) -> bool:
-        for candidate in (text, text.rpartition(".")[0]):
-            try:
-                return bool(candidate) and float(candidate) == float(candidate)
-            except ValueError:
-                pass
-        return False
-
-    return all(number(n) for n in names)
-
-
 def shown_names(names: list, most: int = 8) -> str:
     """A list of column names for a message, shortened when long (wide tables have 100,000)."""
     names = [str(n) for n in names]
@@ -447,129 +422,9 @@ def check_feature_values(X: np.ndarray, where: str, *, columns=None, rows=None) 
                          f"value {float(X[row, col])!r}).")
 
 
-def ids_as_written(table: pd.DataFrame, path: str | os.PathLike, column, header="infer", **read_kwargs) -> pd.Series:
-    """``table[column]`` (read from the CSV ``path``) with names pandas took for missing values restored.
-
-    pandas reads "NA", "null", "None", "nan" and the like as NaN in every column; a bag id (or a
-    label) is a name, so only an empty cell is a missing one. The column is read again, as text, only when
-    the first read found a missing id.
-    """
-    ids = table[column]
-    if not ids.isna().any():
-        return ids
-    raw = pd.read_csv(path, header=header, usecols=[column], dtype=str, keep_default_na=False, **read_kwargs)
-    raw = raw.iloc[:, 0]
-    return raw.where(raw != "", np.nan).set_axis(ids.index)
-
-
-def check_row_widths(df: pd.DataFrame, where: str) -> None:
-    """Refuse a table whose rows have one field more than its header names.
-
-    pandas then quietly takes the first column as the row index: the bag ids would be dropped and
-    every column read as its neighbour (labels as bag ids, the first feature as labels).
-    """
-    sep = other_separator(df.columns)
-    if sep and (not isinstance(df.index, pd.RangeIndex) or df.shape[1] == 1):
-        raise ValueError(f"{where}: the header reads as one column: the file seems separated by {sep!r}, not by "
-                         f"commas (convert it to a comma-separated file, or read it with load_bags_csv(path, "
-                         f"sep={sep!r}) in Python).")
-    if not isinstance(df.index, pd.RangeIndex):
-        raise ValueError(f"{where}: its rows have one field more than the header names columns (a name missing "
-                         "from the header, or a comma at the end of every row?); fix the header or the rows.")
-
-
-#: Text that reads as a yes/no label.
-_BOOLEAN_WORDS = {"true": True, "false": False}
-#: pandas' words for a missing value (lower case): missing among numeric or yes/no labels, names among names.
-_MISSING_WORDS = {"na", "n/a", "nan", "-nan", "null", "none", "<na>", "#n/a", "#na", "#n/a n/a", "-1.#ind",
-                  "1.#ind", "-1.#qnan", "1.#qnan"}
-
-
-def check_spellings(labels: Sequence, where: str, label_col) -> None:
-    """Refuse text labels that differ only in case or surrounding spaces (``Cancer``, ``cancer ``):
-    as written they would be two classes of one, and a two-class study would fit three."""
-    seen: dict[str, object] = {}
-    for v in labels:
-        if not isinstance(v, str):
-            continue
-        key = v.strip().casefold()
-        if key in seen:
-            raise ValueError(f"{where}: labels {seen[key]!r} and {v!r} of column {label_col!r} differ only in case "
-                             "or surrounding spaces; as written they would be two classes: spell each class one way.")
-        seen[key] = v
-
-
-def labels_from_text(texts: pd.Series, where: str, label_col) -> pd.Series:
-    """A label column read as text (empty cells NaN), as the classes it names.
-
-    Numbers are read as numbers only when no two texts name one number: ``01`` and ``1``, or
-    ``1.0`` and ``1``, in one column are an error, not one class re-spelled. ``true``/``false``
-    (any case) are booleans. Anything else stays text as written, but two labels that differ
-    only in case or surrounding spaces (``Cancer``, ``cancer ``) are an error: as written they
-    would be two classes of one. ``NA``, ``None`` and the like are labels here; only an empty
-    cell is a missing one.
-    """
-    values = [v for v in pd.unique(texts.dropna())]
-    words = {str(v).strip().lower() for v in values}
-    others = words - _MISSING_WORDS
-    if words & _MISSING_WORDS and others and (others <= set(_BOOLEAN_WORDS) or _all_numbers(sorted(others))):
-        # "NA" among numbers or true/false is a missing value, as pandas reads it; among names it is a name.
-        texts = texts.where(~texts.str.strip().str.lower().isin(_MISSING_WORDS))
-        values = [v for v in pd.unique(texts.dropna())]
-        words = others
-    if values and words <= set(_BOOLEAN_WORDS):  # True, TRUE and true alike, as pandas reads them
-        return texts.map(lambda v: v if pd.isna(v) else _BOOLEAN_WORDS[v.strip().lower()]).astype(object)
-    check_spellings(values, where, label_col)
-    numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce")
-    if values and numbers.notna().all():
-        by_number: dict[float, object] = {}
-        for v, x in zip(values, numbers):
-            if abs(x) > 2 ** 53:
-                raise ValueError(f"{where}: label column {label_col!r} holds {v}, too large for a class label "
-                                 "(is it an id column?).")
-            if x in by_number:
-                raise ValueError(f"{where}: labels {by_number[x]!r} and {v!r} of column {label_col!r} are the same "
-                                 "number; write each class one way.")
-            by_number[x] = v
-        whole = bool(np.all(numbers == np.round(numbers)))
-        return texts.map({v: int(x) if whole else float(x) for v, x in zip(values, numbers)})
-    if words & set(_BOOLEAN_WORDS) and numbers.notna().any():
-        raise ValueError(f"{where}: label column {label_col!r} mixes true/false with numbers; write each class "
-                         "one way.")
-    return texts
-
-
-def header_names(path: str | os.PathLike) -> list[str]:
-    """The header row as written (pandas renames repeats "a", "a" to "a", "a.1" and blanks to "Unnamed: 2")."""
-    import csv
-
-    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
-        return next(csv.reader(fh), [])
-
-
-def check_header(path: str | os.PathLike, parsed, where: str) -> None:
-    """Refuse a header whose names pandas had to invent: they would become features nobody named."""
-    written = header_names(path)
-    if len(written) != len(parsed) or looks_like_data(written):
-        return  # another dialect than the csv module's, or no header at all (the bag-column check says so)
-    blank = [j for j, n in enumerate(written) if not n.strip()]
-    if blank:
-        hint = " (a saved index? write the CSV with index=False)" if blank == [0] else ""
-        raise ValueError(f"{where}: column {blank[0]} has no name in the header{hint}; name or drop it.")
-    seen: set[str] = set()
-    repeated = [n for n in written if n in seen or seen.add(n)]
-    if repeated:
-        shown = ", ".join(repr(n) for n in repeated[:5]) + (" ..." if len(repeated) > 5 else "")
-        raise ValueError(f"{where}: the header names {shown} twice; each column needs its own name.")
-
-
-def read_labels(table: pd.DataFrame, path: str | os.PathLike, label_col, where: str, **read_kwargs) -> pd.Series:
-    """The label column of a CSV read with ``dtype=str``, as its classes (:func:`labels_from_text`).
-
-    Texts pandas took for missing values (``NA``, ``None``) are labels as written; only an empty
-    cell is missing.
-    """
-    return labels_from_text(ids_as_written(table, path, label_col, **read_kwargs), where, label_col)
+#: read_csv options by which a caller parses values their own way: the label column is then left to them.
+_LABEL_PARSING = {"decimal", "thousands", "true_values", "false_values", "converters", "na_values",
+                  "keep_default_na", "na_filter", "parse_dates", "date_format"}
 
 
 def load_bags_csv(
@@ -601,16 +456,20 @@ def load_bags_csv(
     path = Path(path)
     dtype = dict(read_csv_kwargs.pop("dtype", None) or {})
     dtype.setdefault(bag_col, str)  # ids are names: "007" and "7" are two bags, written back as given
-    dtype.setdefault(label_col, str)  # labels as written: "01" and "1" are not silently one class
+    # Labels as written ("01" and "1" are not silently one class), unless the caller parses them their own way.
+    as_text = label_col not in dtype and not set(read_csv_kwargs) & _LABEL_PARSING
+    if as_text:
+        dtype[label_col] = str
     try:
         df = pd.read_csv(path, dtype=dtype, **read_csv_kwargs)
-        check_row_widths(df, str(path))
+        if "index_col" not in read_csv_kwargs:  # an index the caller asked for is no sign of a short header
+            check_row_widths(df, str(path))
         if not read_csv_kwargs:  # with skiprows, header=... and the like, lines are not rows + 2
             check_header(path, df.columns, str(path))
             index_by_line(df)
         if bag_col in df.columns:
             df[bag_col] = ids_as_written(df, path, bag_col, **read_csv_kwargs)
-        if label_col in df.columns and dtype[label_col] is str:
+        if as_text and label_col in df.columns:
             df[label_col] = read_labels(df, path, label_col, str(path), **read_csv_kwargs)
     except pd.errors.EmptyDataError as exc:
         raise ValueError(f"{path} is empty.") from exc
