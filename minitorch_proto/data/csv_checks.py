@@ -135,8 +135,7 @@ def labels_from_text(texts: pd.Series, where: str, label_col) -> pd.Series:
                 raise ValueError(f"{where}: labels {by_number[x]!r} and {v!r} of column {label_col!r} are the same "
                                  "number; write each class one way.")
             by_number[x] = v
-        whole = bool(np.all(numbers == np.round(numbers)))
-        return texts.map({v: int(x) if whole else float(x) for v, x in zip(values, numbers)})
+        return texts.map(dict(zip(values, numbers.astype(float))))  # whole numbers become int64 in plain_labels
     if words & set(_BOOLEAN_WORDS) and numbers.notna().any():
         raise ValueError(f"{where}: label column {label_col!r} mixes true/false with numbers; write each class "
                          "one way.")
