@@ -153,10 +153,9 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         # Predicting reads no labels: a blank or odd label column is no error then.
         ds = DiskBagDataset(bags_dir, labels_path, bag_col=bag_col, label_col=label_col if labels else None,
                             follow_links=getattr(args, "follow_links", False))
-        if ds.unlisted and int(os.environ.get("RANK", "0")) == 0:  # a stale or partial labels file reads no error
-            print(f"note: {len(ds.unlisted)} feature file(s) in --bags-dir {bags_dir} are not listed in {labels_path} "
-                  f"and are not read ({', '.join(ds.unlisted[:3])}{' ...' if len(ds.unlisted) > 3 else ''}).",
-                  file=sys.stderr)
+        if ds.unlisted:  # a stale or partial labels file reads no error
+            _note(f"{len(ds.unlisted)} feature file(s) in --bags-dir {bags_dir} are not listed in {labels_path} and "
+                  f"are not read ({', '.join(ds.unlisted[:3])}{' ...' if len(ds.unlisted) > 3 else ''}).")
         if labels and ds.y is None:
             raise ValueError(f"--labels {labels_path} has no label column {label_col!r} (columns: {ds.columns}); "
                              "name it with --label-col.")
@@ -214,10 +213,10 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         df = df.assign(**{label_col: 0})
         if feature_names is None and not no_header:
             taken = [c for c in columns if c not in (bag_col, label_col)]
-            print(f"note: the model records no feature names (trained from a bag folder, or fitted without "
+            _note(f"the model records no feature names (trained from a bag folder, or fitted without "
                   f"feature_names=), so the columns of --csv {path} other than {bag_col!r} and {label_col!r} are "
                   f"taken as its features in their order: {shown_names(taken)}; any other column, or columns in "
-                  "another order, would be read wrongly.", file=sys.stderr)
+                  "another order, would be read wrongly.")
     others = [c for c in columns if c not in (bag_col, label_col)]
     if feature_names is not None and not no_header:  # without a header the columns are the model's in order
         # Sets: matching 100,000 columns by name must cost about as much as reading them.
@@ -243,9 +242,9 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
     trimmed: dict[str, str] = {}
     for bag_id in map(str, ds.bag_ids):  # ids stay as written; a spreadsheet's stray space splits a bag in two
         twin = trimmed.setdefault(bag_id.strip(), bag_id)
-        if twin != bag_id and int(os.environ.get("RANK", "0")) == 0:
-            print(f"note: --csv {path}: bag ids {twin!r} and {bag_id!r} differ only in surrounding spaces; they are "
-                  "read as two bags.", file=sys.stderr)
+        if twin != bag_id:
+            _note(f"--csv {path}: bag ids {twin!r} and {bag_id!r} differ only in surrounding spaces; they are read as "
+                  "two bags.")
             break
     ds.source = str(path)
     return ds, others
@@ -262,15 +261,20 @@ def _check_label_column(y, where: str, label_col: str) -> None:
     # Which class is "positive" is the sorted order's second: with names like cancer/healthy that is the
     # wrong one for the asymmetric methods (mi-SVM, mi-Net look for its witnesses), and nothing else says so.
     names = {str(c).lower() for c in classes.tolist()}
-    first_process = int(os.environ.get("RANK", "0")) == 0  # under torchrun every process reads the labels
-    if len(classes) > 2 and first_process:  # a two-class study split by a typo would be fitted as three quietly
+    if len(classes) > 2:  # a two-class study split by a typo would be fitted as three quietly
         shown = ", ".join(repr(np.asarray(c).item()) for c in classes[:8]) + (" ..." if len(classes) > 8 else "")
-        print(f"note: {where}: {len(classes)} classes: {shown}.", file=sys.stderr)
-    if len(classes) == 2 and names not in NATURAL_ORDER and first_process:
+        _note(f"{where}: {len(classes)} classes: {shown}.")
+    if len(classes) == 2 and names not in NATURAL_ORDER:
         positive = np.asarray(classes[1]).item()
-        print(f"note: {where}: {positive!r} is the positive class (the second of the labels in sorted order): "
+        _note(f"{where}: {positive!r} is the positive class (the second of the labels in sorted order): "
               "mi-SVM and mi-Net look for its witnesses, and explanations are evidence for it; relabel "
-              "(e.g. 0/1) if the other class is the positive one.", file=sys.stderr)
+              "(e.g. 0/1) if the other class is the positive one.")
+
+
+def _note(message: str) -> None:
+    """A note on standard error, from the first process only (under torchrun every process reads the inputs)."""
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(f"note: {message}", file=sys.stderr)
 
 
 #: Two-class labels whose sorted order already puts the positive class second.
