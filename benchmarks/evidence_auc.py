@@ -17,11 +17,14 @@ distance 0), ``reference`` (``instance_evidence`` against the training bags' mea
 one AUC over all instances of the positive bags; ``bag``: mean of the per-bag AUCs.
 
     python benchmarks/evidence_auc.py --seeds 0-1
+    python benchmarks/evidence_auc.py --frozen-medians   # the frozen table's medians, no fitting
 """
 from __future__ import annotations
 
 import argparse
 import time
+
+import numpy as np
 import warnings
 from pathlib import Path
 
@@ -82,8 +85,34 @@ def run(seed: int, target: int, models: list[str]) -> list[dict]:
     return rows
 
 
+def median_interval(values, draws: int = 10_000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the median over seeds (resampling the seeds with replacement)."""
+    x = np.asarray(values, dtype=float)
+    picks = np.random.default_rng(seed).integers(0, len(x), size=(draws, len(x)))
+    medians = np.median(x[picks], axis=1)
+    tail = 100 * (1 - level) / 2
+    return float(np.percentile(medians, tail)), float(np.percentile(medians, 100 - tail))
+
+
+def frozen_medians() -> pd.DataFrame:
+    """Per model and target of the frozen ``mnist_evidence``: the median bag AUC over seeds and its
+    bootstrap interval, and how many seeds were digit-like (the figures of issue 27's MNIST bar)."""
+    from minitorch_proto.book import load_frozen
+
+    rows = []
+    for (model, target), part in load_frozen("mnist_evidence").groupby(["model", "target"], sort=False):
+        low, high = median_interval(part["bag_auc"])
+        rows.append({"model": model, "target": target, "seeds": len(part),
+                     "median_bag_auc": part["bag_auc"].median(), "interval_low": low, "interval_high": high,
+                     "digit_like": int(part["digit_like"].sum())})
+    return pd.DataFrame(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--frozen-medians", action="store_true",
+                   help="print the frozen table's median bag AUC per model and target with a 95%% percentile "
+                        "bootstrap interval over the seeds (10,000 draws, seed 0) and exit; fits nothing")
     p.add_argument("--seeds", default="0-1", help="inclusive range, e.g. 0-2")
     p.add_argument("--targets", default="9,5")
     p.add_argument("--models", default="paper,recommended")
@@ -92,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--note", default=None, help="with --freeze: a line for the provenance file (e.g. which rows "
                                                 "an earlier commit made)")
     args = p.parse_args(argv)
+    if args.frozen_medians:
+        print(frozen_medians().round(3).to_string(index=False))
+        return 0
     if args.freeze and not args.out:
         p.error("--freeze needs --out")
     try:

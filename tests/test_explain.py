@@ -283,6 +283,16 @@ def test_slow_unit_test_models_come_from_the_frozen_timings_and_every_model_is_t
     slow = slow_unit_test_models()
     assert "baseline: attention" in slow and "prototype (paper defaults)" not in slow
     assert slow_unit_test_models(seconds=1e9) == [] and len(slow_unit_test_models(seconds=0)) == len(timed)
+    # The threshold compares one seed's time, which every test row of that seed repeats: the
+    # median of those, not of their sum over the tests.
+    frame = load_frozen("mil_unit_tests_seeds")
+    per_seed = frame.groupby(["model", "seed"])["seconds"]
+    assert (per_seed.nunique() == 1).all()
+    medians = per_seed.first().groupby("model").median()
+    between = [m for m in default_mil_unit_test_models() if m in medians]
+    m = between[0]
+    assert (m in slow_unit_test_models(seconds=medians[m] - 1e-6)) and m not in slow_unit_test_models(
+        seconds=medians[m] + 1e-6)
 
 
 def test_toy_training_snapshots_record_every_epoch():
