@@ -369,6 +369,8 @@ def cmd_explain(args) -> int:
     maps = check_output_path(args.heatmaps, "dir", "--heatmaps") if args.heatmaps else None
     if maps:  # its manifest would mark another run's files stale, and remove them
         check_results_folder(maps, "explain", (), "--heatmaps")
+    if maps and args.out and args.out != "-" and Path(args.out).resolve() == maps.resolve():
+        raise ValueError(f"--out and --heatmaps both name {args.out}: the table is a file, the maps a folder.")
     clf, out, data = _model_and_bags(args)
     if len(clf.classes_) != 2:
         raise ValueError(f"explain needs a two-class model; this one has {len(clf.classes_)} classes.")
@@ -380,29 +382,35 @@ def cmd_explain(args) -> int:
             raise ValueError(f"--heatmaps needs two coordinates per patch; {args.coords_key!r} has shape {xy.shape}.")
     # Which class "positive" means: the second in sorted order, which a user's labels may not make obvious.
     positive, negative = (np.asarray(c).item() for c in clf.classes_[::-1])
-    with naming_bags(data.bag_ids):
-        # With --heatmaps every instance's evidence is drawn; the table keeps the --top rows either way.
-        table = evidence_table(clf, data.bags, data.bag_ids, args.method, top=None if maps else args.top,
-                               progress=sys.stderr.isatty())  # a bar for a person watching, none in logs
-        if args.coords_key:  # e.g. CLAM's 'coords': where each patch lies on the slide, for heatmaps
-            table = _with_coordinates(args, maps, data, table)
-    blank = int(table["evidence"].isna().sum())
-    if blank:  # removal from a one-instance bag leaves no bag to score
-        print(f"note: {blank} instance(s) have no evidence value (the only instance of their bag, under "
-              f"--method {args.method}); their rows are kept, blank.", file=sys.stderr)
-    # The file says what it holds: the units differ by method, and "positive" is one of the user's classes.
-    table = table.assign(method=args.method, evidence_for=str(positive))
-    print(f"evidence for class {positive!r} (positive: for it; negative: for {negative!r})", file=sys.stderr)
-    return _write_table(table, out, f"the evidence of {len(table)} instances of {data.n_bags} bags")
+    # The maps reach --heatmaps only once the table is written too: a table that cannot be written
+    # (a full disk, a folder in the way) leaves neither.
+    with staged_directory(maps, "explain") if maps else contextlib.nullcontext() as stage:
+        with naming_bags(data.bag_ids):
+            # With --heatmaps every instance's evidence is drawn; the table keeps the --top rows either way.
+            table = evidence_table(clf, data.bags, data.bag_ids, args.method, top=None if maps else args.top,
+                                   progress=sys.stderr.isatty())  # a bar for a person watching, none in logs
+            if args.coords_key:  # e.g. CLAM's 'coords': where each patch lies on the slide, for heatmaps
+                table = _with_coordinates(args, stage, data, table, str(positive))
+        blank = int(table["evidence"].isna().sum())
+        if blank:  # removal from a one-instance bag leaves no bag to score
+            print(f"note: {blank} instance(s) have no evidence value (the only instance of their bag, under "
+                  f"--method {args.method}); their rows are kept, blank.", file=sys.stderr)
+        # The file says what it holds: the units differ by method, and "positive" is one of the user's classes.
+        table = table.assign(method=args.method, evidence_for=str(positive))
+        print(f"evidence for class {positive!r} (positive: for it; negative: for {negative!r})", file=sys.stderr)
+        _write_table(table, out, f"the evidence of {len(table)} instances of {data.n_bags} bags")
+    if maps:  # standard output may be carrying the CSV (no --out): the note then goes to standard error
+        print(f"wrote {table['bag'].nunique()} heatmaps to {maps}", file=sys.stdout if out else sys.stderr)
+    return 0
 
 
-EVIDENCE_LABELS = {"removal": "drop in P(positive) without the patch", "share": "the patch's share of the logit",
+EVIDENCE_LABELS = {"removal": "drop in P({}) without the patch", "share": "the patch's share of the logit",
                    "singleton": "logit of the patch alone"}
 
 
-def _with_coordinates(args, maps: Path | None, data, table: pd.DataFrame) -> pd.DataFrame:
+def _with_coordinates(args, stage: Path | None, data, table: pd.DataFrame, positive: str) -> pd.DataFrame:
     """Each bag's coordinates, read once: added to its --top rows as KEY_0, KEY_1, ..., and with --heatmaps
-    its map drawn (one PNG per bag, its patches where they lie, coloured on one scale for every bag)."""
+    its map drawn into ``stage`` (one PNG per bag, its patches where they lie, on one scale for every bag)."""
     from .plots import plot_evidence_map
     from .utils import progress_bar
 
@@ -410,24 +418,22 @@ def _with_coordinates(args, maps: Path | None, data, table: pd.DataFrame) -> pd.
     finite = table["evidence"].abs().dropna()
     limit = float(finite.max()) if len(finite) else None
     groups, kept = table.groupby("bag", sort=False), []
-    with staged_directory(maps, "explain") if maps else contextlib.nullcontext() as stage:
-        for bag, rows in progress_bar(groups, maps is not None and sys.stderr.isatty(), "drawing maps",
-                                      total=groups.ngroups, unit="map"):
-            xy = data.instance_array(where[bag], args.coords_key)
-            xy = xy.reshape(len(xy), -1)
-            if stage is not None:
-                ordered = rows.sort_values("instance")
-                try:
-                    fig = plot_evidence_map(xy[:, :2], ordered["evidence"].to_numpy(), top=args.top or 0, limit=limit,
-                                            label=EVIDENCE_LABELS[args.method], title=f"bag {bag}")
-                except ValueError as exc:  # e.g. NaN coordinates: say which bag's file holds them
-                    raise ValueError(f"--heatmaps: bag {bag!r}: {exc}") from None
-                fig.savefig(stage / f"{bag}.png", dpi=110)
-            rows = rows[rows["rank"] <= args.top] if args.top else rows
-            at = xy[rows["instance"].to_numpy()]
-            kept.append(rows.assign(**{f"{args.coords_key}_{j}": at[:, j] for j in range(at.shape[1])}))
-    if maps:  # standard output may be carrying the CSV (no --out): the note then goes to standard error
-        print(f"wrote {groups.ngroups} heatmaps to {maps}", file=sys.stdout if args.out else sys.stderr)
+    label = EVIDENCE_LABELS[args.method].format(positive)  # which class "positive" is, on the map itself
+    for bag, rows in progress_bar(groups, stage is not None and sys.stderr.isatty(), "drawing maps",
+                                  total=groups.ngroups, unit="map"):
+        xy = data.instance_array(where[bag], args.coords_key)
+        xy = xy.reshape(len(xy), -1)
+        if stage is not None:
+            ordered = rows.sort_values("instance")
+            try:
+                fig = plot_evidence_map(xy[:, :2], ordered["evidence"].to_numpy(), top=args.top or 0, limit=limit,
+                                        label=label, title=f"bag {bag}")
+            except ValueError as exc:  # e.g. NaN coordinates: say which bag's file holds them
+                raise ValueError(f"--heatmaps: bag {bag!r}: {exc}") from None
+            fig.savefig(stage / f"{bag}.png", dpi=110)
+        rows = rows[rows["rank"] <= args.top] if args.top else rows
+        at = xy[rows["instance"].to_numpy()]
+        kept.append(rows.assign(**{f"{args.coords_key}_{j}": at[:, j] for j in range(at.shape[1])}))
     return pd.concat(kept, ignore_index=True)
 
 
@@ -535,8 +541,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default="removal", choices=["removal", "share", "singleton"],
                    help="removal (default): how much the bag's positive-class probability drops without the "
                    "instance; share: the instance's share of the logit measured from distance 0, not against "
-                   "typical bags (it can rank the key instances last: see the book's evidence section); "
-                   "singleton: the logit of the instance alone")
+                   "typical bags (it can rank the key instances last: see book page 05, section "
+                   "\"One bag, explained\"); singleton: the logit of the instance alone")
     p.add_argument("--top", type=_count(1), default=None, help="keep the TOP instances of most evidence per bag")
     p.add_argument("--coords-key", default=None, help="with --bags-dir of .h5 or .pt files: also write this "
                    "per-instance array of each file (CLAM's 'coords': the patch positions), as KEY_0, KEY_1, ...")

@@ -20,7 +20,8 @@ from .estimator_files import load_estimator, save_estimator
 from .training import TrainConfig
 from .utils import resolve_device
 from .validation import (align_frames, check_bags, check_chunk_size, check_distance_range, check_finite_scores,
-                         check_int, check_labels, check_shared_bags, frame_columns, fresh_fit, seed_from)
+                         check_int, check_labels, check_shared_bags, frame_columns, frames_in_model_order, fresh_fit,
+                         seed_from)
 
 __all__ = ["PrototypeMILClassifier", "load_model", "RECOMMENDED"]
 
@@ -534,9 +535,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         """
         self._check_fitted()
         check_chunk_size(self.chunk_size)
-        names = getattr(self, "feature_names_in_", None)
-        if names is not None and frame_columns(bags) is not None:
-            bags = align_frames(bags, list(names))
+        bags = frames_in_model_order(bags, getattr(self, "feature_names_in_", None))
         if hasattr(bags, "rows") and hasattr(bags, "sizes"):
             groups = [self._head_features(check_bags(bags[a:b], self.n_features_in_), first=a)
                       for a, b in bag_groups(bags.sizes, self.chunk_size)]

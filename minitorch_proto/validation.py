@@ -312,6 +312,17 @@ def align_frames(bags, names: Sequence[str]) -> list[np.ndarray]:
     return out
 
 
+def frames_in_model_order(bags, names: Sequence[str] | None):
+    """DataFrame bags in a fitted model's column order (``feature_names_in_``), other bags unchanged.
+
+    Every path that reads bags for a fitted model goes through this, so an explanation of a bag
+    with its columns in another order explains the logit ``predict`` computes, not another one.
+    """
+    if names is not None and frame_columns(bags) is not None:
+        return align_frames(bags, list(names))
+    return bags
+
+
 def _rescale_advice(standardization: str | None) -> str:
     return "rescale the features" + ("" if standardization == "feature" else " or use standardization='feature'")
 

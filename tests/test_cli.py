@@ -1,6 +1,7 @@
 """The command-line interface, run as a user would (a real subprocess for the entry point)."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -265,7 +266,7 @@ def test_explain_writes_the_patch_coordinates_of_h5_bags(tmp_path, capsys):
     assert "a .npy file holds the features only" in capsys.readouterr().err
 
 
-def test_explain_draws_a_heatmap_per_slide(tmp_path, capsys):
+def test_explain_draws_a_heatmap_per_slide(tmp_path, capsys, monkeypatch):
     pytest.importorskip("h5py")
     from minitorch_proto.data.disk import DiskBagDataset, write_bag_folder
 
@@ -311,6 +312,25 @@ def test_explain_draws_a_heatmap_per_slide(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "'slide9'" in err and "NaN" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "m4").exists() and not list(tmp_path.glob(".m4*"))  # nothing half-written
+    # The maps and the table are published together: one path for both is refused before any work,
+    # and a table that cannot be written leaves no maps either.
+    assert main([*explain, "--heatmaps", str(tmp_path / "same"), "--out", str(tmp_path / "same")]) == 2
+    assert "both name" in capsys.readouterr().err and not (tmp_path / "same").exists()
+    import minitorch_proto.cli as cli
+
+    def full_disk(path, data):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cli, "write_atomic", full_disk)
+    assert main([*explain, "--heatmaps", str(tmp_path / "m5"), "--out", str(tmp_path / "m5.csv")]) == 1
+    assert "No space left" in capsys.readouterr().err
+    assert not (tmp_path / "m5").exists() and not list(tmp_path.glob(".m5*"))
+    monkeypatch.undo()
+    # With the table on standard output, the note about the maps goes to standard error.
+    assert main([*explain, "--heatmaps", str(tmp_path / "m6"), "--out", "-"]) == 0
+    out, err = capsys.readouterr()
+    assert "heatmaps" not in out and "wrote 16 heatmaps" in err
+    pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(out)), pd.read_csv(plain))
 
 
 def test_cv_and_train_commands_on_a_users_csv_with_and_without_bars(tmp_path, capsys):

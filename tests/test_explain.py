@@ -668,3 +668,36 @@ def test_evidence_table_ranks_each_bags_instances_and_puts_nan_last(fitted_pooli
     # A bag the model cannot score (predict refuses it) is refused here too, by its own place.
     with pytest.raises(ValueError, match=r"bags\[2\] has values too large"):
         evidence_table(clf, [bags[0], bags[1], np.full_like(bags[2], 1e30)])
+
+
+def test_explanations_read_dataframe_bags_by_column_name_as_predict_does():
+    import pandas as pd
+
+    from minitorch_proto import PrototypeMILClassifier, plots
+    from minitorch_proto.evaluation.evidence import evidence_reference, instance_evidence, removal_evidence
+    from minitorch_proto.evaluation.explain import explain_bag
+
+    rng = np.random.default_rng(0)
+    cols = ["a", "b", "c", "d"]
+    bags = [pd.DataFrame(rng.normal(size=(4, 4)) + (3.0 * (i % 2) * (np.arange(4)[:, None] == 0)), columns=cols)
+            for i in range(24)]
+    y = np.arange(24) % 2
+    clf = PrototypeMILClassifier(n_prototypes=3, epochs=20, random_state=0, device="cpu").fit(bags, y)
+    bag, shuffled = bags[1], bags[1][["d", "b", "a", "c"]]
+    logit = clf.decision_function([bag])[0]
+    assert clf.decision_function([shuffled])[0] == pytest.approx(logit)
+    assert explain_bag(clf, shuffled).attrs["decision_value"] == pytest.approx(logit, abs=1e-5)
+    removal = removal_evidence(clf, shuffled)
+    again = [clf.predict_proba([shuffled])[0, 1] - clf.predict_proba([shuffled.drop(index=i)])[0, 1]
+             for i in range(len(shuffled))]
+    np.testing.assert_allclose(removal, again, atol=1e-5)
+    np.testing.assert_allclose(instance_evidence(clf, shuffled, bags)["evidence"],
+                               instance_evidence(clf, bag, bags)["evidence"], atol=1e-9)
+    # Training bags as an object array (bags_array[train_index]) are bags, not a reference vector.
+    held = np.empty(len(bags), dtype=object)
+    held[:] = [b.to_numpy() for b in bags]
+    np.testing.assert_allclose(evidence_reference(clf, held), evidence_reference(clf, bags))
+    np.testing.assert_allclose(instance_evidence(clf, bag, held)["evidence"],
+                               instance_evidence(clf, bag, bags)["evidence"], atol=1e-9)
+    fig = plots.plot_bag_explanation(clf, shuffled, reference=bags)
+    assert f"{explain_bag(clf, bag).attrs['decision_value']:+.3f}" in fig.axes[0].get_title()

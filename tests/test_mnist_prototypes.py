@@ -162,6 +162,10 @@ def test_evidence_summary_counts_digit_like_runs_and_averages_per_model_and_targ
     assert s.loc[("b", 9), ("evidence AUC", "Shapley split")] == pytest.approx(0.6)
     assert s.loc[("a", 9), ("evidence AUC", "removal")] == pytest.approx(0.2)
     assert ("evidence AUC", "instance alone") not in s.columns  # only the scores the rows hold
+    # A run whose evidence prototype has enough target digits near it but a positive coefficient
+    # (its closeness is evidence against the target) is not digit-like: the rows' own column says so.
+    flagged = rows.assign(digit_like=[True, False, False, False, True, True])
+    assert mnist_evidence_summary(flagged).loc[("a", 9), ("bags", "digit-like")] == "1 of 3"
 
 
 def test_sweep_agreement_pairs_live_and_frozen_runs_of_the_same_seed_and_source():

@@ -550,20 +550,28 @@ EVIDENCE_COLUMNS = {"shapley_bag": "Shapley split", "removal_bag": "removal", "r
                     "share_bag": "from distance 0", "singleton_bag": "instance alone"}
 
 
+def _digit_like(rows: pd.DataFrame, min_hits: int) -> pd.Series:
+    """Enough target digits near the evidence prototype, and (where recorded) a prototype whose
+    closeness is evidence for the target: a positive coefficient never counts as digit-like."""
+    hits = rows["hits"] >= min_hits
+    return hits & rows["digit_like"].astype(bool) if "digit_like" in rows else hits
+
+
 def mnist_evidence_summary(table: pd.DataFrame, min_hits: int = 6) -> pd.DataFrame:
     """Per model and target, the sweep's criteria and the evidence AUCs (``benchmarks/evidence_auc.py`` rows).
 
     ``table`` has one row per (model, target, seed) with ``bag_auc``, ``hits`` and the per-bag
     evidence AUCs of :data:`EVIDENCE_COLUMNS`. Returns one row per (model, target) and two groups
     of columns: ``("bags", "digit-like")`` ("k of n": runs whose evidence prototype has at least
-    ``min_hits`` target digits among its nearest training digits) and ``("bags", "median AUC")``;
+    ``min_hits`` target digits among its nearest training digits, and whose closeness is evidence
+    for the target: the rows' own ``digit_like`` where the table has it) and ``("bags", "median AUC")``;
     then ``("evidence AUC", <score>)`` per evidence score present, the mean over runs of the
     per-bag instance AUC on the positive test bags.
     """
     rows = []
     for (model, target), g in table.groupby(["model", "target"], sort=False):
         row = {("", "model"): model, ("", "target"): int(target),
-               ("bags", "digit-like"): f"{int((g['hits'] >= min_hits).sum())} of {len(g)}",
+               ("bags", "digit-like"): f"{int(_digit_like(g, min_hits).sum())} of {len(g)}",
                ("bags", "median AUC"): float(g["bag_auc"].median())}
         row.update({("evidence AUC", name): float(g[col].mean()) for col, name in EVIDENCE_COLUMNS.items()
                     if col in g})

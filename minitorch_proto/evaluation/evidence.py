@@ -54,7 +54,7 @@ the instance pushes the bag towards the positive class. Computed for all instanc
 from each pooled feature's two smallest / two largest distances and the per-prototype sums, so it
 equals re-scoring the bag with the instance left out. A bag of one instance would become empty,
 which the model cannot score: its evidence is ``p(X) - empty_probability``, NaN unless
-``empty_probability`` is given (``evidence_auc`` leaves such instances out and counts them).
+``empty_probability`` is given (``evidence_auc`` leaves such instances out of the AUC).
 
 Measuring localisation (:func:`evidence_auc`)
 ---------------------------------------------
@@ -265,7 +265,8 @@ def _reference_vector(clf: Any, reference) -> np.ndarray:
     F = clf.model_.weight.shape[1]
     members = _members(clf)
     shape = (F,) if members is None else (len(members), F)
-    if isinstance(reference, np.ndarray) and reference.ndim <= 2:  # a vector (or one per member), not bags
+    # A numeric vector (or one per member); an object array holds bags (``bags_array[train_index]``).
+    if isinstance(reference, np.ndarray) and reference.dtype != object and reference.ndim <= 2:
         if reference.shape != shape:
             per = "one entry per pooled feature" if members is None else \
                 "one row per member, one entry per pooled feature"
@@ -308,9 +309,16 @@ def instance_evidence(clf: Any, bag: np.ndarray, reference: np.ndarray | Sequenc
         instance ``(u_ij - zbar_j) / K``, its own normalised distance against the reference. With
         layer norm, the bag's own mean and spread are held fixed (the coupling is not split).
         Both satisfy the identity above.
-        (to it), ``evidence`` (its total; positive = towards the positive class) and
-        ``evidence_<pooling>`` per pooling. ``attrs``: ``reference_logit`` (``b + w @ zbar``),
-        ``decision_value`` (float64 recomputation), ``bias``, ``rule``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per instance (index ``instance``): ``nearest_prototype`` and ``distance`` (the
+        prototype it is closest to, and its distance to it), ``evidence`` (its total; positive =
+        towards the positive class, ``classes_[1]``) and ``evidence_<pooling>`` per pooling (and
+        ``evidence_similarity`` for a head that reads the similarity block). ``attrs``:
+        ``reference_logit`` (``b + w @ zbar``), ``decision_value`` (float64 recomputation),
+        ``bias``, ``split``, ``rule``.
 
     Raises
     ------

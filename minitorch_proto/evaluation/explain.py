@@ -45,7 +45,7 @@ import pandas as pd
 import torch
 
 from ..distances import pairwise_distance
-from ..validation import check_bags, check_distance_range
+from ..validation import check_bags, check_distance_range, frames_in_model_order
 
 __all__ = [
     "ensemble_members",
@@ -120,7 +120,7 @@ def _require_binary(clf: Any, what: str) -> None:
 def _standardised(clf: Any, bags: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Raw bags -> float64 bags in the model's (standardised) input space."""
     _check_fitted(clf)
-    checked = check_bags(bags, clf.n_features_in_)
+    checked = check_bags(frames_in_model_order(bags, getattr(clf, "feature_names_in_", None)), clf.n_features_in_)
     std = clf.standardizer_.transform(checked)
     # Explanations compute in float64; a bag the model itself cannot score (predict refuses it) has no
     # decision to explain.

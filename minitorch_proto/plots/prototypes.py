@@ -9,6 +9,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from ..validation import frames_in_model_order
+
 from ._common import (
     NEG_COLOUR,
     POS_COLOUR,
@@ -307,7 +309,8 @@ def plot_bag_explanation(
     from ..evaluation.evidence import instance_evidence
     from ..evaluation.explain import explain_bag
 
-    bag = np.asarray(bag, dtype=float)
+    # Columns by name, as predict reads them (the thumbnails show the same values the bars explain).
+    bag = np.asarray(frames_in_model_order([bag], getattr(clf, "feature_names_in_", None))[0], dtype=float)
     if reference is None:
         ex = explain_bag(clf, bag)
         base, base_name, xlabel = ex.attrs["bias"], "bias", "instance's share of the logit (see explain.explain_bag)"
@@ -332,11 +335,10 @@ def plot_bag_explanation(
     ax.set_xlabel(xlabel)
     value = ex.attrs["decision_value"]
     rest = float(shares.sum())
-    ax.set_title(
-        f"logit {value:+.3f} = {base_name} {base:+.3f} + shown {rest:+.3f}"
-        + (f" + other {value - base - rest:+.3f}" if n < len(ex) else ""),
-        fontsize=9,
-    )
+    title = (f"logit {value:+.3f} = {base_name} {base:+.3f} + shown {rest:+.3f}"
+             + (f" + other {value - base - rest:+.3f}" if n < len(ex) else ""))
+    # Two lines when the identity is wider than the figure holds at this size (the reference's name is long).
+    ax.set_title(title if len(title) <= 70 else title.replace(" + shown", "\n+ shown", 1), fontsize=9)
     if image_shape is not None:
         if int(np.prod(image_shape)) != bag.shape[1]:
             raise ValueError(f"image_shape {image_shape} does not match {bag.shape[1]} features.")
