@@ -28,7 +28,7 @@ from minitorch_proto import book
 from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.evaluation.mil_unit_tests import summarize_unit_tests
-from script_args import seed_list  # this folder is on sys.path
+from script_args import seed_list, seed_text  # this folder is on sys.path
 
 
 @contextlib.contextmanager
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         # Rows were appended over several sessions: say per model which commit made them.
         versions = table.fillna({"code_version": "unknown"}).groupby("model")["code_version"].unique()
         write_frozen(table, "mil_unit_tests_seeds",
-                     command=f"python benchmarks/mil_unit_tests_seeds.py --seeds {args.seeds} --out {out.name}",
+                     command=f"python benchmarks/mil_unit_tests_seeds.py --seeds {seed_text(table['seed'])} --out {args.out}",
                      description="MIL unit tests (single_concept, multi_concept, false_frequency; 200/200 bags; "
                                  "pass: test accuracy >= 0.75) per model and seed",
                      seeds_per_model={str(k): int(v) for k, v in n.items()},

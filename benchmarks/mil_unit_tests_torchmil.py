@@ -65,7 +65,7 @@ from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.data import SyntheticBags
 from minitorch_proto.evaluation.mil_unit_tests import summarize_unit_tests
-from script_args import seed_list  # this folder is on sys.path
+from script_args import seed_list, seed_text  # this folder is on sys.path
 
 #: Sizes handed to torchmil (see the module docstring).
 N_FEATURES = 10
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         n = table.groupby("model")["seed"].nunique()
         versions = table.fillna({"code_version": "unknown"}).groupby("model")["code_version"].unique()
         write_frozen(table, "mil_unit_tests_torchmil",
-                     command=f"python benchmarks/mil_unit_tests_torchmil.py --seeds {args.seeds} --out {out.name}",
+                     command=f"python benchmarks/mil_unit_tests_torchmil.py --seeds {seed_text(table['seed'])} --out {args.out}",
                      description="MIL unit tests on torchmil's generators (SCStandardMILDataset, MCStandardMILDataset, "
                                  "FalseFrequencyMILDataset; D=10, 200/200 bags, B=12; pass: test accuracy >= 0.75) "
                                  "per model and seed",

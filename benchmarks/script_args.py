@@ -26,6 +26,17 @@ def seed_list(text: str) -> list[int]:
     return seeds
 
 
+def seed_text(seeds) -> str:
+    """The ``--seeds`` text that names exactly ``seeds`` (``LO-HI`` when they run without a gap), for a
+    frozen table's recorded command: the seeds its rows hold, not the option's value at freeze time."""
+    ordered = sorted({int(s) for s in seeds})
+    if not ordered:
+        raise ValueError("no seeds to name.")
+    if ordered == list(range(ordered[0], ordered[-1] + 1)) and len(ordered) > 1:
+        return f"{ordered[0]}-{ordered[-1]}"
+    return ",".join(map(str, ordered))
+
+
 def probe_arguments(doc: str) -> tuple[str, int]:
     """``DATASET [REPEATS]`` of the exploratory probes (a benchmark, and repetitions of 10-fold CV)."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])

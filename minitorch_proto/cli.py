@@ -31,7 +31,8 @@ EXIT_CODES_HELP = (
 )
 
 
-from .cli_models import config_record, configs_from, estimator_from, flag_names, monotone_configs
+from .cli_models import (check_monotone_flags, config_record, configs_from, estimator_from, flag_names,
+                         monotone_configs)
 from .methods import PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE
 
 
@@ -150,6 +151,8 @@ def cmd_reproduce(args) -> int:
     if args.compat == "official" and PROTOTYPE_COMPAT not in methods:
         # For reproduce, --compat official adds the published code's rows beside the paper's.
         methods.append(PROTOTYPE_COMPAT)
+    if PROTOTYPE_MONOTONE in methods:
+        check_monotone_flags(args)
     given = flag_names(args)
     reach = flags_reach(methods, given)
     if given and len(reach) < len(methods):  # run.json records which rows they reached

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from .methods import MONOTONE_MODEL, MONOTONE_TRAIN
 
-__all__ = ["config_record", "configs_from", "estimator_from", "flag_names", "monotone_configs", "overrides"]
+__all__ = ["check_monotone_flags", "config_record", "configs_from", "estimator_from", "flag_names", "monotone_configs",
+           "overrides"]
 
 
 def configs_from(args, dataset_name: str, compat: str | None = None):
@@ -54,11 +55,22 @@ def overrides(args) -> tuple[dict, dict]:
     return m_over, t_over
 
 
+def check_monotone_flags(args) -> None:
+    """Refuse, before any work, a --pooling the monotone row cannot take (its guarantee needs min pooling
+    alone): the flag would otherwise be dropped for that row while run.json counts it as reaching it."""
+    pooling = tuple(args.pooling.split(",")) if getattr(args, "pooling", None) else None
+    if pooling not in (None, ("min",)):
+        raise ValueError(f"--pooling {args.pooling}: prototype-monotone pools by min only (its guarantee needs it); "
+                         "drop --pooling or run prototype-monotone on its own.")
+
+
 def monotone_configs(args, mconf, tconf):
     """Table 1's configs made monotone, with :data:`MONOTONE_MODEL`/``_TRAIN`` unless overridden."""
     from dataclasses import replace
 
     from .model import monotone_config
+
+    check_monotone_flags(args)
 
     unset = lambda d: {k: v for k, v in d.items() if getattr(args, k.replace("n_", ""), None) is None}  # noqa: E731
     mconf = monotone_config(mconf, init="kmeans++", **unset(MONOTONE_MODEL))

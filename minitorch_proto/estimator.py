@@ -48,9 +48,9 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         See :class:`~minitorch_proto.model.PrototypeMILConfig`.
     init : {"normal", "instances", "kmeans++"}, default="normal"
     monotone : bool, default=False
-        Classifier weights kept <= 0, so the score respects the standard MIL
-        assumption by construction; needs ``pooling=("min",)``, layer norm off (implied
-        when ``layer_norm`` is None) and two classes (:func:`~minitorch_proto.model.monotone_config`).
+        Classifier weights kept <= 0, so the score of ``classes_[1]`` (the label sorting last:
+        encode the witness class so) respects the standard MIL assumption by construction; needs
+        ``pooling=("min",)``, layer norm off (implied when ``layer_norm`` is None) and two classes.
     lr_prototypes, lr_classifier : float, default=9e-5, 3e-5
         Adam learning rates (Table 1, Musk1).
     epochs : int, default=100

@@ -112,7 +112,8 @@ class PrototypeMILConfig:
         raise the positive logit: the weights start at ``-|w|`` and are projected onto
         ``w <= 0`` after every optimiser step, in every engine. Needs min pooling only,
         no layer norm (see :func:`monotone_config`) and two classes. The bag score then
-        obeys the standard MIL assumption by construction (``book/monotone.md``).
+        obeys the standard MIL assumption by construction, for the class of the one logit (the
+        estimator's ``classes_[1]``; ``book/monotone.md``).
     """
 
     n_prototypes: int = 24

@@ -47,3 +47,11 @@ def test_the_mnist_bar_medians_come_from_the_frozen_table_with_a_repeatable_inte
     part = frozen[(frozen["model"] == "recommended") & (frozen["target"] == 9)]
     assert row["median_bag_auc"] == part["bag_auc"].median() and row["seeds"] == len(part)
     assert row["interval_low"] <= row["median_bag_auc"] <= row["interval_high"]
+
+
+def test_a_frozen_tables_recorded_seeds_are_the_seeds_its_rows_hold(bench):
+    args = bench("script_args")
+    assert args.seed_text([3, 0, 1, 2, 2]) == "0-3" and args.seed_text([0, 3, 7]) == "0,3,7"
+    assert args.seed_text([4]) == "4"
+    for seeds in ([0, 1, 2, 3], [0, 3, 7], [4]):
+        assert args.seed_list(args.seed_text(seeds)) == seeds  # the recorded option reads back

@@ -467,6 +467,20 @@ def _toy_benchmarks(args, names):
     return {n: BagDataset(n, bags, y, np.arange(len(bags))) for n in names}
 
 
+def test_reproduce_refuses_a_pooling_the_monotone_row_cannot_take(tmp_path, monkeypatch, capsys):
+    import minitorch_proto.cli as cli
+
+    monkeypatch.setattr(cli, "load_benchmarks", _toy_benchmarks)
+    argv = ["reproduce", "--datasets", "toy", "--repeats", "1", "--folds", "2", "--epochs", "1", "--quiet",
+            "--device", "cpu", "--methods", "prototype,prototype-monotone"]
+    # The row had trained with min pooling while run.json said --pooling reached it.
+    assert main([*argv, "--pooling", "min,mean", "--out", str(tmp_path / "a")]) == 2
+    err = capsys.readouterr().err
+    assert "prototype-monotone pools by min only" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "a").exists()
+    assert main([*argv, "--pooling", "min", "--out", str(tmp_path / "b")]) == 0
+
+
 def test_reproduce_writes_all_files_or_none(tmp_path, monkeypatch):
     import minitorch_proto.cli as cli
 

@@ -438,3 +438,30 @@ def test_runner_accepts_custom_generators():
 
     df = run_mil_unit_tests(ConstantPredictor, tests={"tiny": tiny}, random_state=5)
     assert calls == [5] and df["test"].tolist() == ["tiny"]
+
+
+def test_unit_test_summaries_refuse_repeated_seeds_and_count_only_models_run_on_every_test():
+    from minitorch_proto.book import unit_test_verdict
+
+    def row(m, t, s, acc):
+        return {"model": m, "test": t, "seed": s, "accuracy": acc, "auc": acc, "passed": acc >= 0.75}
+
+    # Seed 0 twice, once passed and once failed: counted as "2 of 2 seeds passed" before.
+    with pytest.raises(ValueError, match="repeated"):
+        summarize_unit_tests(pd.DataFrame([row("m", "t1", 0, 0.9), row("m", "t1", 0, 0.2), row("m", "t1", 1, 0.9)]))
+    rows = [row("A", t, s, 0.9) for t in ("t1", "t2", "t3") for s in (0, 1)] + [row("B", "t1", s, 0.9) for s in (0, 1)]
+    verdict = unit_test_verdict(summarize_unit_tests(pd.DataFrame(rows)))
+    assert verdict.startswith("1 of 2 models pass all 3 tests") and verdict.endswith(": A.")
+    assert list(background_counts("single_concept", [0]).index) == [("single_concept", "train"),
+                                                                  ("single_concept", "test")]
+
+
+def test_a_one_concept_rule_is_near_the_bar_on_the_multi_concept_test():
+    # The multi-concept test's 0.75 bar (page 06, run_mil_unit_tests) is looser than the others':
+    # a rule that found concept 1 only is right on every positive and on the negatives without it.
+    accuracies = []
+    for seed in range(12):
+        _, test = make_multi_concept_test(random_state=seed)
+        rule = np.array([int((kinds == 1).any()) for kinds in test.info["instance_kinds"]])
+        accuracies.append(np.mean(rule == test.y))
+    assert 0.70 < np.mean(accuracies) < 0.80 and 0 < np.mean(np.array(accuracies) >= 0.75) < 1

@@ -541,9 +541,11 @@ def make_false_frequency_test(
     Label rule (both sets): **a bag is positive iff it holds at least one concept instance**
     ``N(mu_c, spread^2 I)``. A distractor instance type ``N(mu_d, spread^2 I)`` appears in bags
     of both classes, but with class-dependent frequency: in *training*, negative bags hold
-    ``many`` copies and positive bags ``few``; in the *test* set the frequencies are swapped.
+    ``many`` of them and positive bags ``few``; in the *test* set the frequencies are swapped.
     A model that counts (or averages) the distractor learns "many distractors => negative" and
-    fails on the test set; a model that looks for the concept is unaffected.
+    fails on the test set; a model that looks for the concept is unaffected. The distractors are
+    independent draws, not repeats of one instance, so min pooling sees their number too (the
+    bag's smallest distance to ``mu_d`` shrinks as they grow more numerous).
 
     Parameters
     ----------

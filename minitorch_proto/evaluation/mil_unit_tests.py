@@ -46,9 +46,11 @@ def run_mil_unit_tests(
 
     Pass criterion: a test is ``passed`` when the test-set **accuracy is at least**
     ``threshold`` (default 0.75). With balanced test sets a constant or random model scores
-    about 0.5, and a model that relies on the planted shortcut (poison, distractor frequency,
-    single concept where all are needed) scores about 0.5 or less, so 0.75 separates "follows the
-    label rule" from "learned the shortcut" with room for ordinary estimation error.
+    about 0.5, and a model that relies on the planted shortcut (poison, distractor frequency)
+    scores about 0.5 or less, so 0.75 separates "follows the label rule" from "learned the
+    shortcut" with room for ordinary estimation error. On ``multi_concept`` it is looser: a rule
+    that found one of the two concepts only is right on every positive bag and on the negatives
+    lacking that concept, about 0.75, and reaches the bar on about half the seeds.
 
     Parameters
     ----------
@@ -125,6 +127,11 @@ def summarize_unit_tests(table: "pd.DataFrame") -> "pd.DataFrame":
     missing = {"model", "test", "seed", "accuracy", "auc", "passed"} - set(table.columns)
     if missing:
         raise ValueError(f"the unit-test table lacks the column(s) {sorted(missing)}.")
+    twice = table.duplicated(["model", "test", "seed"])
+    if twice.any():  # one seed's pass and another run's failure would count as two passes of "n_seeds"
+        first = table.loc[twice, ["model", "test", "seed"]].iloc[0].tolist()
+        raise ValueError(f"the unit-test table has {int(twice.sum())} repeated (model, test, seed) row(s), e.g. "
+                         f"{first}; keep one run per seed.")
     grouped = table.groupby(["model", "test"], sort=False)
     out = pd.DataFrame({
         "n_seeds": grouped["seed"].nunique(),
@@ -233,7 +240,7 @@ def background_counts(
     """
     import pandas as pd
 
-    names = list(tests or MIL_UNIT_TESTS)
+    names = [tests] if isinstance(tests, str) else list(tests or MIL_UNIT_TESTS)  # one name, as run_mil_unit_tests
     unknown = [t for t in names if t not in MIL_UNIT_TESTS]
     if unknown:
         raise ValueError(f"Unknown MIL unit test(s) {unknown}; choose from {sorted(MIL_UNIT_TESTS)}.")
