@@ -21,7 +21,7 @@ from .training import TrainConfig
 from .utils import resolve_device
 from .validation import (align_frames, check_bags, check_chunk_size, check_distance_range, check_finite_scores,
                          check_int, check_labels, check_shared_bags, frame_columns, frames_in_model_order, fresh_fit,
-                         seed_from)
+                         own_feature_names, seed_from)
 
 __all__ = ["PrototypeMILClassifier", "load_model", "RECOMMENDED"]
 
@@ -290,10 +290,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         :class:`PrototypeMIL` holding the current parameters (``standardizer_`` is
         already fitted by then). Nothing of an earlier fit survives; a fit that raises leaves the estimator unfitted.
         """
-        names = None if feature_names is None else [str(n) for n in feature_names]
-        n_cols = np.shape(bags[0])[-1] if names is not None and len(bags) else None
-        if n_cols is not None and len(names) != n_cols:
-            raise ValueError(f"feature_names has {len(names)} names but the bags have {n_cols} features.")
+        names = own_feature_names(bags, feature_names)
         self._train([(bags, y)], [self], on_epoch_end)
         if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
@@ -490,8 +487,9 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
             mconf, tconf = self.model_config(), self.train_config()
             k = self._check_settings()
+            names = own_feature_names(bags) if not hasattr(bags, "rows") else None  # DataFrames: as fit reads them
             if not hasattr(bags, "rows"):
-                bags = check_bags(bags)  # a lazy dataset checks its files itself, as it reads them
+                bags = check_bags(frames_in_model_order(bags, names))  # a lazy dataset checks its own files
             y_enc, classes = check_labels(y, len(bags))
             check_head_for_classes(self.head_threshold, self.class_weight, classes)
             # Under torchrun: rank 0's seed (random_state=None draws one per process), one collection.
@@ -512,6 +510,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
                 fits.append(fit)
                 standardizer = fit.standardizer
             self.classes_, self.n_features_in_, self.standardizer_ = classes, fits[0].model.n_features, standardizer
+            if names:
+                self.feature_names_in_ = np.asarray(names, dtype=object)
             self.models_ = [f.model.float().eval() for f in fits]
             self.histories_ = [f.history for f in fits]
             self.model_, self.history_ = self.models_[0], self.histories_[0]

@@ -136,6 +136,10 @@ def load_estimator(cls, path: str | os.PathLike):
         for j in range(1, int(h.get("n_members", 1))):
             prefix = f"member{j}/"
             clf.models_.append(_module(clf, {k[len(prefix):]: v for k, v in mf.tensors.items() if k.startswith(prefix)}))
+        # Settings a later save, refit or prediction would refuse (a re-signed file), refused now.
+        if clf._check_settings() != len(clf.models_):
+            raise ModelFileError(f"{path} says n_seeds={clf.n_seeds} but holds {len(clf.models_)} member(s).")
+        clf.train_config()
     except ModelFileError:
         raise
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:

@@ -28,23 +28,34 @@ import warnings
 from typing import Any, Mapping, Sequence, Union
 
 import numpy as np
+from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.model_selection import ParameterGrid, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
 from .evaluation.metrics import scores_from_proba
 from .preprocessing import BagStandardizer
-from .validation import base_seed, check_bags, check_int, check_labels, fits_fresh, fresh_fit
+from .validation import (base_seed, check_bags, check_int, check_labels, derived_seed, fits_fresh, frames_in_model_order,
+                         fresh_fit, own_feature_names)
 
 #: scikit-learn's convention: an int, None (a fresh seed each fit) or a numpy generator (its next draw).
 RandomState = Union[int, np.random.RandomState, np.random.Generator, None]
 
-__all__ = ["StandardizedMIL", "SeedEnsemble", "InnerCVSelection", "with_random_state", "member_seeds", "proba_in"]
+__all__ = ["StandardizedMIL", "SeedEnsemble", "InnerCVSelection", "with_random_state", "member_seeds", "proba_in",
+           "copy_input_attributes"]
 
 
 def member_seeds(seed: int, k: int) -> list[int]:
     """Seeds of a k-member ensemble; member 0 is the single model's seed."""
-    return [int(seed) + 10_000 * j for j in range(k)]
+    return [derived_seed(int(seed) + 10_000 * j) for j in range(k)]
+
+
+def copy_input_attributes(wrapper, fitted) -> None:
+    """``n_features_in_`` and ``feature_names_in_`` of a fitted inner model on its wrapper, as
+    scikit-learn's searches expose their best estimator's (absent there, absent here)."""
+    for name in ("n_features_in_", "feature_names_in_"):
+        if hasattr(fitted, name):
+            setattr(wrapper, name, getattr(fitted, name))
 
 
 def with_random_state(estimator: BaseEstimator, seed: int) -> BaseEstimator:
@@ -87,11 +98,27 @@ class _Wrapper(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, bags) -> np.ndarray:
         """Two classes: the log-odds of ``classes_[1]``, shape (n_bags,). More classes: the log
-        class probabilities, shape (n_bags, n_classes), as scikit-learn's multi-class scores."""
+        class probabilities, shape (n_bags, n_classes), as scikit-learn's multi-class scores.
+
+        Computed from the inner models' own scores where they have them (the log-odds of their mean
+        probability, in log space): through probabilities it would stop at about +-28, and bags the
+        inner models rank apart would tie for a ranking metric."""
+        scores = self._member_scores(bags) if len(getattr(self, "classes_", ())) == 2 else None
+        if scores is not None:
+            d = np.asarray(scores, dtype=np.float64)  # (members, bags): each member's log-odds
+            return logsumexp(-np.logaddexp(0, -d), axis=0) - logsumexp(-np.logaddexp(0, d), axis=0)
         proba = np.clip(self.predict_proba(bags), 1e-12, 1 - 1e-12)
         if proba.shape[1] > 2:
             return np.log(proba)
         return np.log(proba[:, 1]) - np.log1p(-proba[:, 1])
+
+    def _member_scores(self, bags, members=None) -> list | None:
+        """Each averaged member's log-odds of ``classes_[1]``, or None when one lacks them."""
+        members = getattr(self, "estimators_", None) if members is None else members
+        if not members or not all(hasattr(m, "decision_function") and np.array_equal(m.classes_, self.classes_)
+                                  for m in members):
+            return None
+        return [np.asarray(m.decision_function(bags), dtype=np.float64).reshape(-1) for m in members]
 
     def fit_many(self, train_sets, random_states=None, *, estimators=None, n_jobs: int = 1) -> list:
         """Fit one copy per ``(bags, y)`` in ``train_sets``; same models as fitting them one by one.
@@ -134,9 +161,12 @@ class StandardizedMIL(_Wrapper):
         self.standardization = standardization
 
     def _prepare(self, bags):
+        names = own_feature_names(bags)  # DataFrame bags: their columns, read by name at predict
         bags = check_bags(bags)
         self.standardizer_ = BagStandardizer(self.standardization).fit(bags)
         self.n_features_in_ = int(bags[0].shape[1])
+        if names is not None:
+            self.feature_names_in_ = np.asarray(names, dtype=object)
         return self.standardizer_.transform(bags)
 
     @fits_fresh
@@ -154,11 +184,20 @@ class StandardizedMIL(_Wrapper):
             e.classes_ = np.asarray(fitted.classes_)
         return estimators
 
+    def _standardised(self, bags):
+        check_is_fitted(self, "estimator_")
+        bags = frames_in_model_order(bags, getattr(self, "feature_names_in_", None))
+        bags = check_bags(bags, n_features=self.n_features_in_)  # before the standardiser: a one-line message
+        return self.standardizer_.transform(bags)
+
     def predict_proba(self, bags) -> np.ndarray:
         """Class probabilities of the standardised bags, columns ordered as ``classes_``."""
-        check_is_fitted(self, "estimator_")
-        bags = check_bags(bags, n_features=self.n_features_in_)  # before the standardiser: a one-line message
-        return np.asarray(self.estimator_.predict_proba(self.standardizer_.transform(bags)))
+        std = self._standardised(bags)  # first: an unfitted wrapper says so (NotFittedError)
+        return np.asarray(self.estimator_.predict_proba(std))
+
+    def _member_scores(self, bags, members=None) -> list | None:
+        std = self._standardised(bags)
+        return super()._member_scores(std, [self.estimator_])
 
 
 class SeedEnsemble(_Wrapper):
@@ -206,6 +245,7 @@ class SeedEnsemble(_Wrapper):
         for e, ms in zip(estimators, members):
             e.estimators_ = [next(fitted) for _ in ms]
             e.classes_ = np.asarray(e.estimators_[0].classes_)
+            copy_input_attributes(e, e.estimators_[0])
         return estimators
 
     def predict_proba(self, bags) -> np.ndarray:
@@ -281,7 +321,7 @@ class InnerCVSelection(_Wrapper):
         if n_splits < 2:
             return []
         skf = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
-        return [(tr, va, seed * 10 + s + 1) for s, (tr, va) in enumerate(skf.split(np.zeros(len(y)), y))]
+        return [(tr, va, derived_seed(seed * 10 + s + 1)) for s, (tr, va) in enumerate(skf.split(np.zeros(len(y)), y))]
 
     def _fit_many(self, estimators, train_sets, n_jobs):
         if self.scoring not in ("accuracy", "auc"):
@@ -296,6 +336,7 @@ class InnerCVSelection(_Wrapper):
         work, sets, where, n_splits = [], [], [], []
         seeds = [base_seed(e.random_state) for e in estimators]  # drawn once per fit: splits and refits share it
         for e_i, (e, (bags, y)) in enumerate(zip(estimators, train_sets)):
+            check_bags(bags)  # the bags' problems first, in the words every estimator uses
             y_enc, _ = check_labels(y, len(bags))
             splits = e._inner_splits(y_enc, seeds[e_i])
             n_splits.append(len(splits))
@@ -306,7 +347,8 @@ class InnerCVSelection(_Wrapper):
             for g, cand in enumerate(grid):
                 for tr, va, seed in splits:
                     work.append(with_random_state(clone(e.estimator).set_params(**cand), seed))
-                    sets.append(([bags[i] for i in tr], y_enc[tr]))
+                    # The labels as given: a class_weight dict names them, as in the refit below.
+                    sets.append(([bags[i] for i in tr], np.asarray(y)[tr]))
                     where.append((e_i, g, va))
         # Fitted in the order made (training set, candidate, split): the batched trainers group copies that
         # share settings themselves. A grid-major order put each candidate's copies side by side and left one
@@ -322,7 +364,7 @@ class InnerCVSelection(_Wrapper):
                     continue
                 _, g, va = where[k]
                 est = fitted[k]
-                proba = proba_in(est, [bags[i] for i in va], np.asarray(est.classes_))
+                proba = proba_in(est, [bags[i] for i in va], classes)  # columns in y_enc's order
                 acc, auc = scores_from_proba(y_enc[va], proba)
                 scores[g] += (acc, 0.5 if np.isnan(auc) else auc)
                 by_auc[g] += (acc if np.isnan(auc) else auc) / n_splits[e_i]
@@ -353,6 +395,7 @@ class InnerCVSelection(_Wrapper):
             e.estimators_ = [next(refitted) for _ in e.selected_params_]
             e.best_estimator_ = e.estimators_[0]
             e.classes_ = np.asarray(e.best_estimator_.classes_)
+            copy_input_attributes(e, e.best_estimator_)
         return estimators
 
     def predict_proba(self, bags) -> np.ndarray:

@@ -113,8 +113,9 @@ def prototype_estimator(dataset: str | None = None, *, compat: bool = False, mon
     params = est.get_params()
     # Only fields the estimator exposes (layer_norm_eps, betas, eps keep the configs' defaults).
     fields = {k: v for k, v in {**mconf.to_dict(), **tconf.to_dict()}.items() if k in params}
-    if "pooling" in fields:
-        fields["pooling"] = tuple(fields["pooling"])
+    for name in ("pooling", "betas"):  # tuples, as the estimator's defaults (to_dict gives lists)
+        if name in fields:
+            fields[name] = tuple(fields[name])
     return est.set_params(**{**fields, **overrides})
 
 
@@ -262,7 +263,7 @@ def resolve(spec: str) -> list[Method]:
     return out
 
 
-def make(key: str, random_state: int = 0, *, dataset: str | None = None, budget: str = "defaults",
+def make(key: str, random_state: int = 0, *, dataset: str | None = None, budget: Any = "defaults",
          **overrides: Any):
     """A fresh, unfitted estimator for ``key`` under ``budget``.
 
@@ -275,13 +276,17 @@ def make(key: str, random_state: int = 0, *, dataset: str | None = None, budget:
     dataset : str, optional
         The data set's name: a benchmark's (any case) gives the prototype rows the paper's
         Table 1 rates; any other name, or None, the defaults.
-    budget : {"defaults", "common"}, default="defaults"
+    budget : {"defaults", "common"} or SearchBudget, default="defaults"
         The method at its defaults, or with the common budget (inner-CV tuning over its fixed
-        grid and, for stochastic methods, the seed ensemble).
+        grid and, for stochastic methods, the seed ensemble). For ``"prototype-best"``, a
+        :class:`~minitorch_proto.evaluation.tuning.SearchBudget` is its search's budget (the
+        estimator's own ``budget`` parameter, which this keyword would otherwise hide).
     **overrides
         Estimator parameters (``"defaults"`` only).
     """
     m = get(key)
+    if not isinstance(budget, str):  # a SearchBudget: the nested search's own parameter
+        return m.build(random_state, dataset, budget=budget, **overrides)
     if budget == "defaults":
         return m.build(random_state, dataset, **overrides)
     if budget == "common":

@@ -17,7 +17,7 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 __all__ = [
     "check_bags", "check_shared_bags", "check_labels", "check_same_length", "seed_from", "check_chunk_size",
     "frame_columns", "align_frames", "check_distance_range", "check_finite_scores", "check_int",
-    "base_seed", "fresh_fit", "fits_fresh",
+    "base_seed", "derived_seed", "frames_in_model_order", "own_feature_names", "fresh_fit", "fits_fresh",
 ]
 
 
@@ -235,6 +235,13 @@ def seed_from(random_state) -> int:
     )
 
 
+def derived_seed(value: int) -> int:
+    """A seed made from another (``1000 seed + 100 r + f``, ``10 seed + s``, ``seed + 10,000 j``),
+    brought into numpy's range: the same number whenever it fits, so every seed below about
+    4 million derives exactly as before, and any valid seed derives a valid one."""
+    return int(value) % 2**32
+
+
 def base_seed(random_state) -> int:
     """The seed an estimator derives others from: an int ``random_state`` as given; None (fresh
     entropy) or a numpy generator draws one below 2**27, so that derived seeds (``10 seed + s``,
@@ -318,9 +325,28 @@ def frames_in_model_order(bags, names: Sequence[str] | None):
     Every path that reads bags for a fitted model goes through this, so an explanation of a bag
     with its columns in another order explains the logit ``predict`` computes, not another one.
     """
-    if names is not None and frame_columns(bags) is not None:
+    import pandas as pd
+
+    # Every DataFrame among the bags, also in a list that mixes them with arrays (read by name, the
+    # arrays by position); a lazy collection (a bag folder) is left to read its own files.
+    if names is not None and isinstance(bags, (list, tuple)) and any(isinstance(b, pd.DataFrame) for b in bags):
         return align_frames(bags, list(names))
     return bags
+
+
+def own_feature_names(bags, feature_names=None) -> list[str] | None:
+    """The column names a fit records: DataFrame bags' own, else ``feature_names`` (checked
+    against the bags' width). Naming DataFrame bags' columns otherwise is refused: the model
+    would train on their order and read new frames by the other one."""
+    own = frame_columns(bags)
+    names = None if feature_names is None else [str(n) for n in feature_names]
+    if own is not None and names is not None and names != own:
+        raise ValueError(f"feature_names {names[:4]}... differ from the DataFrame bags' own columns {own[:4]}...; "
+                         "leave feature_names out for DataFrame bags (their columns are read by name).")
+    n_cols = np.shape(bags[0])[-1] if names is not None and len(bags) else None
+    if n_cols is not None and len(names) != n_cols:
+        raise ValueError(f"feature_names has {len(names)} names but the bags have {n_cols} features.")
+    return own if own is not None else names
 
 
 def _rescale_advice(standardization: str | None) -> str:

@@ -306,3 +306,100 @@ def test_compare_labels_common_budget_rows_as_reproduce_does(tmp_path, capsys):
     assert cli.main(["compare", "--csv", str(_csv(tmp_path, bags, y)), "--methods", "prototype", "--budget", "common",
                      "--out", str(tmp_path / "x")]) == 2
     assert "prototype-tuned, prototype-best" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("key", ["bag_stats", "miles", "mi_svm"])
+def test_baselines_class_weight_names_the_labels_given_to_fit(scaled, key):
+    bags, y = scaled
+    base = BASELINES[key](0)
+    # Labels 1/2: {1: 5} weights label 1 (it had weighted the encoded class 1, label 2).
+    y12 = np.where(y == 1, 2, 1)
+    heavy_first = clone(base).set_params(class_weight={1: 5.0}).fit(bags, y12)
+    as_encoded = clone(base).set_params(class_weight={0: 5.0}).fit(bags, y)
+    np.testing.assert_allclose(heavy_first.decision_function(bags), as_encoded.decision_function(bags), atol=1e-8)
+    words = np.where(y == 1, "tumour", "normal")
+    by_name = clone(base).set_params(class_weight={"normal": 5.0}).fit(bags, words)
+    np.testing.assert_allclose(by_name.decision_function(bags), as_encoded.decision_function(bags), atol=1e-8)
+    with pytest.raises(ValueError, match="not in y"):
+        clone(base).set_params(class_weight={"cancer": 2.0}).fit(bags, words)
+
+
+def test_inner_selection_fits_its_copies_on_the_labels_as_given(scaled):
+    from minitorch_proto import PrototypeMILClassifier
+
+    bags, y = scaled
+    words = np.where(y == 1, "pos", "neg")
+    est = PrototypeMILClassifier(n_prototypes=3, epochs=2, head="logistic", class_weight={"neg": 1.0, "pos": 3.0},
+                                 random_state=0)
+    sel = InnerCVSelection(est, [{"n_prototypes": 2}, {"n_prototypes": 3}], inner_folds=2).fit(bags, words)
+    numbers = InnerCVSelection(clone(est).set_params(class_weight={0: 1.0, 1: 3.0}),
+                               [{"n_prototypes": 2}, {"n_prototypes": 3}], inner_folds=2).fit(bags, y)
+    np.testing.assert_allclose(sel.inner_scores_, numbers.inner_scores_)
+    with pytest.raises(ValueError, match="bags is empty"):
+        InnerCVSelection(est, [{}]).fit([], [])
+
+
+def test_wrappers_read_dataframe_bags_by_column_name(scaled):
+    bags, y = scaled
+    frames = [pd.DataFrame(b, columns=list("abcd")) for b in bags]
+    shuffled = [f[["c", "a", "d", "b"]] for f in frames]
+    for key in ("miles", "bag_stats", "prototype-tuned"):
+        est = methods.make(key)
+        if key == "prototype-tuned":
+            est.set_params(estimator__epochs=2)
+        est.fit(frames, y)
+        assert list(est.feature_names_in_) == list("abcd") and est.n_features_in_ == 4, key
+        np.testing.assert_allclose(est.predict_proba(shuffled), est.predict_proba(frames), err_msg=key)
+    bare = BASELINES["bag_stats"](0).fit(frames, y)
+    np.testing.assert_allclose(bare.predict_proba(shuffled), bare.predict_proba(frames))
+    mixed = [shuffled[0], *bags[1:]]  # one frame among arrays: the frame by name, the arrays by position
+    np.testing.assert_allclose(bare.predict_proba(mixed), bare.predict_proba(bags))
+
+
+def test_wrapper_scores_keep_the_inner_models_ranking(scaled):
+    from scipy.special import expit
+
+    bags, y = scaled
+    est = methods.make("bag_stats").set_params(estimator__C=1e4).fit(bags, y)
+    inner = est.estimator_.decision_function(est.standardizer_.transform(bags))
+    np.testing.assert_allclose(est.decision_function(bags), inner, rtol=1e-9)
+    assert np.abs(inner).max() > 30  # beyond where scores from probabilities would tie
+    ens = SeedEnsemble(methods.make("bag_stats"), n_seeds=2).fit(bags, y)
+    np.testing.assert_allclose(expit(ens.decision_function(bags)), ens.predict_proba(bags)[:, 1], atol=1e-12)
+
+
+def test_large_seeds_and_default_labels_of_cross_validate(scaled):
+    bags, y = scaled
+    folds = stratified_folds(y, 1, 3, random_state=5_000_000)  # fold seeds past 2**32 before
+    assert all(0 <= f.seed < 2**32 for f in folds)
+    assert stratified_folds(y, 1, 3, random_state=7)[0].seed == 7000 + 100 + 1  # unchanged where it fits
+    a = cross_validate(methods.make("bag_stats"), bags, y, folds)
+    b = cross_validate(methods.make("miles"), bags, y, folds)
+    assert set(a["method"]) == {"StandardizedMIL(BagStatistics)"} and set(b["method"]) == {"StandardizedMIL(MILES)"}
+    methods.make("bag_stats", 500_000_000, budget="common").fit(bags, y)
+
+
+def test_make_passes_a_search_budget_to_the_nested_search_and_keeps_tuples():
+    from minitorch_proto.evaluation.tuning import SearchBudget
+
+    budget = SearchBudget(n_candidates=3, random_state=1)
+    assert methods.make("prototype-best", budget=budget).budget is budget
+    assert methods.make("prototype").get_params()["betas"] == (0.9, 0.999)
+
+
+def test_streaming_fits_read_dataframe_bags_by_name_and_feature_names_cannot_rename_them(scaled):
+    from minitorch_proto import PrototypeMILClassifier
+
+    bags, y = scaled
+    frames = [pd.DataFrame(b, columns=list("abcd")) for b in bags]
+    shuffled = [f[["d", "c", "b", "a"]] for f in frames]
+    est = PrototypeMILClassifier(n_prototypes=3, epochs=2, random_state=0)
+    streamed = clone(est).fit_streaming(shuffled, y)
+    fitted = clone(est).fit(frames, y)
+    assert list(streamed.feature_names_in_) == list("dcba")
+    np.testing.assert_allclose(streamed.predict_proba(frames), streamed.predict_proba(shuffled))
+    np.testing.assert_allclose(clone(est).fit_streaming(frames, y).predict_proba(frames), fitted.predict_proba(frames),
+                               atol=1e-6)
+    with pytest.raises(ValueError, match="differ from the DataFrame bags' own columns"):
+        clone(est).fit(frames, y, feature_names=list("dcba"))
+    assert list(clone(est).fit(frames, y, feature_names=list("abcd")).feature_names_in_) == list("abcd")

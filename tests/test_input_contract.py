@@ -156,7 +156,7 @@ def test_a_header_that_is_not_an_object_is_a_one_line_error(saved, capsys):
 @pytest.mark.parametrize("case", ["nan prototypes", "repeated classes", "one class", "wrong shape", "members",
                                   "feature names", "no standardiser", "prototype shape", "head choices", "seed",
                                   "truncating dtype", "nested classes", "monotone weights", "stray statistics",
-                                  "sources width", "huge header sizes"])
+                                  "sources width", "huge header sizes", "seeds and members", "chunk size"])
 def test_model_files_are_validated_for_content(saved, case, capsys):
     path, bags = saved
 
@@ -191,6 +191,10 @@ def test_model_files_are_validated_for_content(saved, case, capsys):
                               lambda h: {**h, "n_features_in": 30_000, "standardizer": {"mode": "none"},
                                          "params": {**h["params"], "n_prototypes": 3_000}},
                               r"prototypes tensor has shape \(3, 3\), and its header says \(3000, 30000\)"),
+        # From the API audit: these loaded, and a later save (or prediction) failed.
+        "seeds and members": (None, lambda h: {**h, "params": {**h["params"], "n_seeds": 3}},
+                              r"n_seeds=3 but holds 1 member"),
+        "chunk size": (None, lambda h: {**h, "params": {**h["params"], "chunk_size": 0}}, "chunk_size"),
     }
     edit_tensors, edit_header, words = edits[case]
     _rewrite(path, edit_tensors, edit_header)

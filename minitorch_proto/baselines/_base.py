@@ -22,7 +22,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import ParameterGrid, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
-from ..validation import check_bags, check_labels
+from ..validation import check_bags, check_labels, frames_in_model_order, own_feature_names
 
 SOURCE_PAPER = "paper"
 SOURCE_DEFAULT = "default"
@@ -60,7 +60,10 @@ class BaseMILClassifier(ClassifierMixin, BaseEstimator):
 
     # -- validation -------------------------------------------------------------------
     def _validate_fit_data(self, bags, y) -> tuple[list[np.ndarray], np.ndarray]:
+        names = own_feature_names(bags)  # DataFrame bags: their columns, read by name at predict
         bags = check_bags(bags)
+        if names is not None:
+            self.feature_names_in_ = np.asarray(names, dtype=object)
         y_enc, classes = check_labels(y, len(bags))
         if len(classes) != 2:
             raise ValueError(
@@ -71,9 +74,22 @@ class BaseMILClassifier(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = int(bags[0].shape[1])
         return bags, y_enc
 
+    def _class_weight_for(self, codes: tuple = (0, 1)):
+        """``class_weight`` keyed as the fitted scikit-learn model sees the classes.
+
+        A dict names the labels given to ``fit`` (as in scikit-learn); the model inside is fitted on
+        their codes (0/1, or -1/+1 for mi-SVM), so the keys are translated, and a key that is not a
+        label of ``y`` is a one-line error (it had weighted the other class, or failed in scikit-learn).
+        """
+        from ..convex_head import check_class_weight
+
+        weights = check_class_weight(self.class_weight, self.classes_)
+        return {codes[k]: w for k, w in weights.items()} if isinstance(weights, dict) else weights
+
     def _validate_predict_data(self, bags) -> list[np.ndarray]:
         check_is_fitted(self, "classes_")
-        return check_bags(bags, n_features=self.n_features_in_)
+        return check_bags(frames_in_model_order(bags, getattr(self, "feature_names_in_", None)),
+                          n_features=self.n_features_in_)
 
     def fit_many(self, train_sets, random_states=None, *, estimators=None, n_jobs: int = 1) -> list:
         """Fit one copy per ``(bags, y)`` in ``train_sets``; the neural baselines' copies train together.

@@ -57,6 +57,7 @@ class BagStatistics(BaseMILClassifier):
     max_iter : int
         lbfgs iterations.
     class_weight : None, "balanced" or dict
+        A dict is keyed by the labels given to ``fit`` (``{"tumour": 3}``), as in scikit-learn.
     random_state : int, RandomState or None
         Passed to ``LogisticRegression`` (lbfgs itself is deterministic).
     """
@@ -86,7 +87,7 @@ class BagStatistics(BaseMILClassifier):
             raise ValueError(f"C must be positive, got {self.C}.")
         self.classifier_ = LogisticRegression(
             C=float(self.C), solver="lbfgs", max_iter=int(self.max_iter),
-            class_weight=self.class_weight, random_state=self.random_state,
+            class_weight=self._class_weight_for(), random_state=self.random_state,
         ).fit(bag_statistics(bags, stats), y_enc)
         self.hyperparameter_source_ = SOURCE_DEFAULT
         return self

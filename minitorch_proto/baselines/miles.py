@@ -99,6 +99,7 @@ class MILES(BaseMILClassifier):
     classifier : {"svm", "logistic"}
         L1 linear SVM (squared hinge) or L1 logistic regression (liblinear).
     class_weight : None, "balanced" or dict
+        A dict is keyed by the labels given to ``fit`` (``{"tumour": 3}``), as in scikit-learn.
     max_iter : int
         liblinear iterations (the L1 primal solver needs ~2e3-4e4 on the benchmarks).
     tune : bool
@@ -159,10 +160,10 @@ class MILES(BaseMILClassifier):
         if self.classifier == "svm":
             return LinearSVC(
                 penalty="l1", loss="squared_hinge", dual=False, C=float(C),
-                class_weight=self.class_weight, max_iter=int(self.max_iter), random_state=seed,
+                class_weight=self._class_weight_for(), max_iter=int(self.max_iter), random_state=seed,
             )
         if self.classifier == "logistic":
-            return _l1_logistic(float(C), self.class_weight, int(self.max_iter), seed)
+            return _l1_logistic(float(C), self._class_weight_for(), int(self.max_iter), seed)
         raise ValueError(f"classifier must be 'svm' or 'logistic', got {self.classifier!r}.")
 
     @fits_fresh  # a failed fit leaves it unfitted, not half new labels, half old model

@@ -118,6 +118,7 @@ class MISVM(BaseMILClassifier):
     degree : int
         Degree for the polynomial kernel.
     class_weight : None, "balanced" or dict
+        A dict is keyed by the labels given to ``fit`` (``{"tumour": 3}``), as in scikit-learn.
         Instance class weights passed to ``SVC``.
     max_iter : int
         Most SVMs trained in the relabelling loop.
@@ -246,7 +247,7 @@ class MISVM(BaseMILClassifier):
         for n_iter in range(1, int(self.max_iter) + 1):
             svc = SVC(
                 C=C, kernel=self.kernel if gram is None else "precomputed", gamma=self.gamma_,
-                degree=int(self.degree), class_weight=self.class_weight, cache_size=float(self.cache_size),
+                degree=int(self.degree), class_weight=self._class_weight_for((-1, 1)), cache_size=float(self.cache_size),
             )
             svc.fit(X if gram is None else gram, labels)
             trained_labels = labels

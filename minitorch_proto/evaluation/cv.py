@@ -21,6 +21,7 @@ from sklearn.model_selection import StratifiedKFold
 from ..model import PrototypeMILConfig
 from ..training import TrainConfig
 from ..utils import progress_bar
+from ..validation import derived_seed
 from .metrics import scores_from_proba
 
 __all__ = [
@@ -138,10 +139,11 @@ def stratified_folds(y: ArrayLike, n_repeats: int = 5, n_folds: int = 10, random
         )
     folds = []
     for r in range(n_repeats):
-        split_seed = random_state * n_repeats + r
+        split_seed = derived_seed(random_state * n_repeats + r)
         skf = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=split_seed)
         for f, (tr, te) in enumerate(skf.split(np.zeros(len(y)), y)):
-            folds.append(Fold(r + 1, f + 1, tr, te, 1000 * random_state + 100 * (r + 1) + (f + 1), split_seed))
+            folds.append(Fold(r + 1, f + 1, tr, te, derived_seed(1000 * random_state + 100 * (r + 1) + (f + 1)),
+                              split_seed))
     return folds
 
 
@@ -195,7 +197,7 @@ def split_file_folds(bag_ids: np.ndarray, splits: dict[tuple[int, int], np.ndarr
             raise ValueError(f"Split file rep{r} fold{f} lists bag {twice[0]} twice.")
         test = np.array(sorted(position[int(t)] for t in test_ids))
         train = np.setdiff1d(np.arange(len(bag_ids)), test)
-        folds.append(Fold(r, f, train, test, 1000 * random_state + 100 * r + f))
+        folds.append(Fold(r, f, train, test, derived_seed(1000 * random_state + 100 * r + f)))
     return folds
 
 
@@ -379,6 +381,14 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+def _class_names(estimator) -> str:
+    """``StandardizedMIL(MILES)``: a wrapper's class with the classes it wraps, so that different
+    methods behind one wrapper do not share one ``method`` label (and one summary row)."""
+    inner = getattr(estimator, "estimator", None)
+    name = type(estimator).__name__
+    return f"{name}({_class_names(inner)})" if hasattr(inner, "get_params") else name
+
+
 def cross_validate(
     estimator,
     bags: Sequence[np.ndarray],
@@ -406,7 +416,8 @@ def cross_validate(
     estimator : unfitted bag classifier (``fit``, ``predict_proba``, ``classes_``)
     bags, y : the data set; labels in any form ``check_labels`` accepts (the user's classes)
     folds : from :func:`stratified_folds` or :func:`split_file_folds`
-    dataset, method : the ``dataset`` and ``method`` columns of the rows
+    dataset, method : the ``dataset`` and ``method`` columns of the rows (default ``method``: the
+        estimator's class with what it wraps, e.g. ``StandardizedMIL(MILES)``)
     n_jobs : workers for estimators fitted one by one inside ``fit_many`` (for the prototype model:
         worker processes for its members' convex heads); the results do not depend on it
     return_estimators : also return the fitted copies, one per fold
@@ -456,7 +467,7 @@ def cross_validate(
     else:
         fitted = [c.fit(b, t) for c, (b, t) in zip(copies, train_sets)]
     seconds = (time.perf_counter() - t0) / max(len(folds), 1)
-    label = method or type(estimator).__name__
+    label = method or _class_names(estimator)
     ids = _ids_of(bags, bag_ids, len(bags)) if return_predictions else None
     rows, predicted = [], []
     for fold, est in zip(folds, fitted):

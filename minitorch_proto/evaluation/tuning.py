@@ -501,6 +501,7 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
 
     def _search_and_refit(self, train_sets, estimators) -> list["HalvingSearch"]:
         from ..estimator import PrototypeMILClassifier
+        from ..meta_estimators import copy_input_attributes
         from ..validation import base_seed, check_labels, check_shared_bags
 
         budget = self.budget or SearchBudget()
@@ -523,6 +524,7 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
         for e, r, f in zip(estimators, found, finals):
             e.search_, e.best_params_, e.best_score_ = r, r.chosen.estimator_params(), float(r.inner_score)
             e.best_estimator_, e.classes_ = f, f.classes_
+            copy_input_attributes(e, f)
         return estimators
 
     def decision_function(self, bags) -> np.ndarray:
