@@ -403,3 +403,16 @@ def test_streaming_fits_read_dataframe_bags_by_name_and_feature_names_cannot_ren
     with pytest.raises(ValueError, match="differ from the DataFrame bags' own columns"):
         clone(est).fit(frames, y, feature_names=list("dcba"))
     assert list(clone(est).fit(frames, y, feature_names=list("abcd")).feature_names_in_) == list("abcd")
+
+
+def test_candidates_tied_on_the_same_bags_follow_the_tie_rule_not_rounding():
+    from minitorch_proto.meta_estimators import rank_candidates
+
+    # Fox, MILES (baselines audit): C=1 and C=10 both right on 110 of 180 inner bags, their means a bit apart.
+    one = (0.6 + 41 / 60 + 33 / 60) / 3
+    ten = (0.6 + 39 / 60 + 35 / 60) / 3
+    assert one != ten and round(one, 12) == round(ten, 12)
+    scores = np.array([[one, 0.674], [ten, 0.657]])
+    assert rank_candidates(scores, scores[:, 1], "accuracy") == [0, 1]  # the higher inner AUC wins the tie
+    assert rank_candidates(np.array([[0.5, 0.9], [0.5, 0.9]]), np.array([0.9, 0.9]), "auc") == [0, 1]
+    assert rank_candidates(np.array([[0.5, 0.7], [0.6, 0.1]]), np.array([0.7, 0.1]), "auc") == [0, 1]

@@ -50,7 +50,7 @@ class BaseMILClassifier(ClassifierMixin, BaseEstimator):
     """Binary bag classifier: subclasses implement ``fit`` and ``decision_function``.
 
     ``decision_function`` returns one real score per bag, larger meaning more likely
-    ``classes_[1]``. ``predict_proba`` is ``sigmoid(decision_function)``; ``predict`` is
+    ``classes_[1]`` (the label that sorts last, the "positive" class of the instance-level methods). ``predict_proba`` is ``sigmoid(decision_function)``; ``predict`` is
     ``classes_[decision_function > 0]``, so it always agrees with
     ``predict_proba(...)[:, 1] > 0.5``.
     """
@@ -200,5 +200,7 @@ def select_by_inner_cv(
         results.append(
             {"params": dict(params), "mean_accuracy": float(np.mean(accs)), "mean_auc": float(np.mean(aucs))}
         )
-    best = max(range(len(results)), key=lambda i: (results[i]["mean_accuracy"], results[i]["mean_auc"], -i))
+    # At 12 decimals: equal scores summed in another order may differ in the last bit (then the tie rule decides).
+    best = max(range(len(results)), key=lambda i: (round(results[i]["mean_accuracy"], 12),
+                                                   round(results[i]["mean_auc"], 12), -i))
     return dict(results[best]["params"]), results

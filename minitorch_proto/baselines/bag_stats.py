@@ -2,8 +2,8 @@
 
 A bag of shape (n_i, L) becomes the concatenation of the requested statistics over its
 instances (default mean, min and max: a vector of length 3L). This is the simple
-"set-to-vector" embedding used as a sanity baseline in the MIL literature (e.g. the
-min/max/mean bag summaries of Gartner et al. 2002's statistics kernel). Defaults
+"set-to-vector" embedding used as a sanity baseline in the MIL literature (Gartner et al.
+2002's statistics kernel uses the per-feature min and max; the mean is added here). Defaults
 (``C=1.0``, lbfgs, ``max_iter=5000``) are **our choices**.
 """
 from __future__ import annotations

@@ -167,7 +167,10 @@ class MINet(_MINNBase):
 class miNet(_MINNBase):  # noqa: N801 - the paper's name
     """Instance-space mi-Net (Wang et al. 2018): score instances, pool the probabilities.
 
-    Parameters are those of :class:`MINet`; ``pooling`` applies to instance probabilities.
+    Parameters are those of :class:`MINet`; ``pooling`` applies to instance probabilities,
+    each the probability of ``classes_[1]`` (the label that sorts last): with max pooling a
+    bag is of that class when one of its instances is, so name the witness class so that it
+    sorts last.
     """
 
     def _build_network(self, n_features: int) -> nn.Module:

@@ -4,7 +4,9 @@ imputed instance labels.
 Algorithm (the paper's heuristic for the mixed-integer problem):
 
 1. Instances of negative bags are negative (fixed). Instances of positive bags start
-   positive.
+   positive. "Positive" is ``classes_[1]``, the label that sorts last (1 of 0/1, ``"normal"``
+   of ``"cancer"``/``"normal"``): name the witness class so that it sorts last, or the
+   assumption is applied to the other class.
 2. Train an SVM on all instances with the current labels.
 3. Relabel each positive bag's instances by the sign of the SVM decision value; if a
    positive bag ends up with no positive instance, its highest-scoring instance is made

@@ -17,7 +17,8 @@ Both are estimators of the registry (:mod:`minitorch_proto.methods`), cross-vali
 :func:`~minitorch_proto.evaluation.cv.cross_validate`: ``StandardizedMIL(baseline)`` for the
 defaults (``make(key)``), an :class:`~minitorch_proto.meta_estimators.InnerCVSelection` of it
 for the common budget (``make(key, budget="common")``), so a user who builds the same estimator and calls ``fit`` gets the
-model a table reports. Neural baselines train through
+model a table reports, up to the code it was frozen with (the frozen common-budget rows broke exact inner
+ties by rounding on a few folds; ``benchmarks/README.md``). Neural baselines train through
 :func:`~minitorch_proto.baselines.batched_fit.fit_many`: one batched program per grid candidate.
 """
 from __future__ import annotations
