@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from .about import __version__, code_version
-from .cli_inputs import data_provenance, load_benchmarks, load_data, naming_bags, refuse_overwriting_inputs
+from .cli_inputs import (data_provenance, in_cli_words, load_benchmarks, load_data, naming_bags,
+                         refuse_overwriting_inputs)
 from .outputs import (check_input_file, check_output_path, check_results_folder, staged_directory, write_atomic,
                       write_together)
 from .utils import resolve_device
@@ -31,102 +32,10 @@ EXIT_CODES_HELP = (
 )
 
 
+from .cli_args import Parser, add_data_args, add_model_args, count, number, seed, text
 from .cli_models import (check_monotone_flags, config_record, configs_from, estimator_from, flag_names,
                          monotone_configs)
 from .methods import PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE
-
-
-def _add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
-    if single:
-        src = p.add_mutually_exclusive_group(required=True)
-        src.add_argument("--dataset", help="benchmark name: musk1, musk2, fox, tiger, elephant")
-        src.add_argument("--csv", help="your own CSV: one row per instance, with a bag column and a label column "
-                         "(predict: the label column is optional)")
-        src.add_argument("--bags-dir", help="folder of per-bag feature files (<bag>.npy, .pt, or .h5 with a 'features' "
-                         "dataset), read lazily; bag ids and labels from --labels")
-        p.add_argument("--labels", default=None, help="CSV of bag ids and labels for --bags-dir "
-                       "(default: DIR/labels.csv)")
-        p.add_argument("--follow-links", action="store_true",
-                       help="with --bags-dir: also read feature files that are links to places outside the folder "
-                       "(refused by default: a shared folder could otherwise point the tool at any of your files)")
-        p.add_argument("--no-header", action="store_true",
-                       help="with --csv: the file has no header row, as in the classic MIL layout (label, bag, "
-                       "features...) of the five benchmarks; columns are then numbered from 0, --bag-col and "
-                       "--label-col default to 1 and 0, and a model's features are the other columns in order")
-        p.add_argument("--bag-col", default=None, help="bag-id column of --csv or --labels (default: bag; 1 with "
-                       "--no-header)")
-        p.add_argument("--label-col", default=None, help="label column of --csv or --labels (default: label; 0 "
-                       "with --no-header)")
-    p.add_argument("--data-dir", default=None,
-                   help="folder holding the benchmark files (default: $MINITORCH_PROTO_DATA, else the user cache)")
-    p.add_argument("--no-download", action="store_true", help="never download; fail if the files are not local")
-    p.add_argument("--no-verify", action="store_true",
-                   help="skip the sha256 check of a local benchmark copy (e.g. re-saved with other line endings); "
-                   "the bag, instance and feature counts are still checked")
-    p.add_argument("--download-timeout", type=_number(positive=True, unit=" of seconds"), default=None,
-                   metavar="SECONDS",
-                   help="overall limit for downloading one file (default: $MINITORCH_PROTO_DOWNLOAD_TIMEOUT, "
-                   "else the package default)")
-
-
-def _int_in(text: str, low: int, high: int, what: str = "") -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not low <= value <= high:
-        limit = f"too large: at most {high:,}" if value > high else f"at least {low}"
-        raise argparse.ArgumentTypeError(f"{text} is out of range ({what or limit})")
-    return value
-
-
-def _count(low: int):
-    """A whole-number option of at least ``low``. Checked here, the error names the flag (not the
-    estimator parameter behind it), and a huge one is no overflow deep in numpy or torch."""
-    return lambda text: _int_in(text, low, 2**31 - 1)
-
-
-def _number(*, positive: bool, unit: str = ""):
-    """A finite real option: positive (a learning rate, seconds) or at least 0 (a penalty weight)."""
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number{unit}") from None
-        if not np.isfinite(value) or value < 0 or (positive and value == 0):
-            raise argparse.ArgumentTypeError(f"must be a finite number{unit} {'> 0' if positive else '>= 0'}, "
-                                             f"got {text!r}")
-        return value
-    return parse
-
-
-def _seed(text: str) -> int:
-    """A seed every command takes alike: numpy's range."""
-    return _int_in(text, 0, 2**32 - 1, "a seed is from 0 to 2**32 - 1")
-
-
-def _add_model_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("model and training (defaults: the paper's Table 1 for the chosen benchmark)")
-    g.add_argument("--prototypes", type=_count(1), default=None, help="number of prototypes D (24)")
-    g.add_argument("--distance", default=None, choices=["euclidean", "sqeuclidean", "manhattan", "cosine", "pseudo"])
-    g.add_argument("--pooling", default=None, help="comma-separated subset of min,mean,max (min)")
-    g.add_argument("--no-layer-norm", action="store_true", help="switch off per-bag layer normalisation")
-    g.add_argument("--epochs", type=_count(1), default=None, help="epochs (100)")
-    g.add_argument("--batch-size", type=_count(1), default=None,
-                   help="bags per step (1); under torchrun the global minibatch, split across the processes")
-    g.add_argument("--lr-prototypes", type=_number(positive=True), default=None)
-    g.add_argument("--lr-classifier", type=_number(positive=True), default=None)
-    g.add_argument("--lambda-w", type=_number(positive=False), default=None)
-    g.add_argument("--lambda-p", type=_number(positive=False), default=None)
-    g.add_argument("--lambda-d", type=_number(positive=False), default=None)
-    g.add_argument("--standardization", default="feature", choices=["feature", "instance", "none"])
-    g.add_argument("--compat", default="none", choices=["none", "official"],
-                   help="'official': the published code's behaviour (the book's audit page lists it); "
-                   "default: the paper")
-    g.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    g.add_argument("--backend", default="auto", choices=["auto", "compiled", "tensor"],
-                   help="training engine: compiled loops (CPU; the default there) or batched tensors (CPU/CUDA)")
-    g.add_argument("--seed", type=_seed, default=0)
 
 
 def _encoded(y) -> tuple[np.ndarray, np.ndarray]:
@@ -263,6 +172,8 @@ def cmd_compare(args) -> int:
 def cmd_cv(args) -> int:
     from .evaluation.cv import CVTask, evaluate_tasks, stratified_folds, summarize
 
+    if args.out == "-":  # predict and explain print to standard output; cv writes three files
+        raise ValueError("cv --out names a CSV file (beside it go .predictions.csv and .run.json); - is not one.")
     out = check_output_path(args.out, "file") if args.out else None
     if out is not None:  # the files written beside it, checked now too: a folder in their way failed after the run
         record, scored = (check_output_path(out.with_name(out.stem + suffix), "file")
@@ -310,7 +221,10 @@ def cmd_train(args) -> int:
         if rank != 0:
             return 0  # every process holds the same model: one scores and writes it
         accuracy = clf.score(data.bags, data.y)
-        path = clf.save(out)
+        try:
+            path = clf.save(out)
+        except ValueError as exc:  # --out passed its check before training: what changed since is no usage error
+            raise OSError(str(exc)) from None
     finally:
         if world > 1:
             import torch.distributed as dist
@@ -443,15 +357,17 @@ def _with_coordinates(args, stage: Path | None, data, table: pd.DataFrame, posit
 def cmd_datasets(args) -> int:
     from .data.benchmarks import benchmark_status
 
+    if args.data_dir and Path(args.data_dir).expanduser().exists() and not Path(args.data_dir).expanduser().is_dir():
+        raise ValueError(f"--data-dir {args.data_dir} is a file; give the folder that holds the benchmark files.")
     table, problems = benchmark_status(args.data_dir, args.download, args.download_timeout, verify=not args.no_verify)
     print(table.to_string(index=False))
-    for line in problems:
-        print(line)
+    for line in problems:  # what is missing and how to fix it, apart from the table (standard error)
+        print(in_cli_words(line), file=sys.stderr)
     return 1 if problems else 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="minitorch-proto",
         description="Prototype multiple-instance learning (Yuksekgonul et al., 2019): reproduce, cross-validate, "
         "train and predict.",
@@ -461,57 +377,60 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("reproduce", help="5 x 10-fold CV on the benchmarks; a table shaped like the paper's Table 2")
-    p.add_argument("--datasets", nargs="+", default=["musk1", "musk2", "fox", "tiger", "elephant"])
+    p.add_argument("--datasets", nargs="+", default=["musk1", "musk2", "fox", "tiger", "elephant"],
+                   help="benchmarks to run (default: all five)")
     p.add_argument("--methods", default=PROTOTYPE, type=_parse_methods,
                    help="comma-separated: prototype, prototype-compat, prototype-tuned, prototype-monotone, "
                    "prototype-recommended, "
                    "prototype-best (nested "
                    "search + 5-seed ensemble; long), baseline names, or 'all' (every one of these but prototype-best; "
                    "default: prototype)")
-    p.add_argument("--repeats", type=_count(1), default=5)
-    p.add_argument("--folds", type=_count(2), default=10)
-    p.add_argument("--out", default="results",
+    p.add_argument("--repeats", type=count(1), default=5, help="repetitions of the CV (default: 5)")
+    p.add_argument("--folds", type=count(2), default=10, help="folds of each repetition (default: 10)")
+    p.add_argument("--out", type=text, default="results",
                    help="output folder (default: results/); its result files are replaced together at the end")
     p.add_argument("--reported", action="store_true", help="also list the other methods' figures quoted in the paper")
     p.add_argument("--quiet", action="store_true", help="no progress bars or per-method lines")
     p.add_argument("--budget", default="defaults", choices=["defaults", "common", "both"],
                    help="baselines at the package defaults, with the common budget (k=5 seed ensemble + "
                    "inner 3-fold tuning over 3 candidates), or both rows (default: defaults)")
-    _add_data_args(p, single=False)
-    _add_model_args(p)
+    add_data_args(p, single=False)
+    add_model_args(p)
     p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("compare", help="registered methods side by side on the same folds of one data set "
                        "(a benchmark, your CSV or a bag folder): one results table and one plot")
-    _add_data_args(p)
+    add_data_args(p)
     p.add_argument("--methods", required=True,
                    help="comma-separated method keys, e.g. prototype,miles,attention (see minitorch_proto.methods)")
     p.add_argument("--budget", default="defaults", choices=["defaults", "common"],
                    help="each method at its defaults, or with the common budget (inner 3-fold tuning over a "
-                   "fixed 3-point grid + 5-seed ensemble for stochastic methods)")
-    p.add_argument("--repeats", type=_count(1), default=1)
-    p.add_argument("--folds", type=_count(2), default=10)
-    p.add_argument("--seed", type=_seed, default=0)
+                   "fixed 3-point grid + 5-seed ensemble for stochastic methods; default: defaults)")
+    p.add_argument("--repeats", type=count(1), default=1,
+                   help="repetitions of the CV (default: 1, a quick comparison; 5 for the book's protocol)")
+    p.add_argument("--folds", type=count(2), default=10, help="folds of each repetition (default: 10)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the folds and the models (default: 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--out", required=True, help="output folder: results.csv (per fold, a method column), "
+    p.add_argument("--out", type=text, required=True, help="output folder: results.csv (per fold, a method column), "
                    "predictions.csv (each test bag's probabilities), summary.csv (per method: means and spreads), "
                    "summary.txt (the printed table), comparison.png, run.json")
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("cv", help="repeated stratified CV of the prototype model on one data set")
-    _add_data_args(p)
-    _add_model_args(p)
-    p.add_argument("--repeats", type=_count(1), default=5)
-    p.add_argument("--folds", type=_count(2), default=10)
-    p.add_argument("--out", default=None, help="CSV of per-fold results; beside it <name>.predictions.csv (each test "
-                   "bag's probabilities) and <name>.run.json (what made them)")
+    add_data_args(p)
+    add_model_args(p)
+    p.add_argument("--repeats", type=count(1), default=5, help="repetitions of the CV (default: 5)")
+    p.add_argument("--folds", type=count(2), default=10, help="folds of each repetition (default: 10)")
+    p.add_argument("--out", type=text, default=None, help="CSV of per-fold results; beside it <name>.predictions.csv "
+                   "(each test bag's probabilities) and <name>.run.json (what made them); without it nothing is "
+                   "written, the summary is printed")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_cv)
 
     p = sub.add_parser("train", help="fit one model on a whole data set and save it")
-    _add_data_args(p)
-    _add_model_args(p)
-    p.add_argument("--out", required=True,
+    add_data_args(p)
+    add_model_args(p)
+    p.add_argument("--out", type=text, required=True,
                    help="model file to write, e.g. model.safetensors (safetensors + a verified JSON header)")
     p.add_argument("--recommended", action="store_true",
                    help="train the recommended model (PrototypeMILClassifier.recommended(): 1,024 pushed k-means++ "
@@ -523,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--stream", action="store_true",
                    help="train with the streaming trainer: bags read when needed, in bounded memory "
                    "(always on under torchrun --nproc_per_node N -m minitorch_proto train ...)")
-    g.add_argument("--chunk-size", type=_count(1), default=None,
+    g.add_argument("--chunk-size", type=count(1), default=None,
                    help="instances compared with the prototypes at a time (65536): bounds peak memory")
     g.add_argument("--autocast", default="none", choices=["none", "bf16"],
                    help="bf16 autocast for the distance products (tensor engine or --stream)")
@@ -531,37 +450,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("predict", help="predict bags with a saved model")
-    p.add_argument("--model", required=True, help="model file written by 'train'")
-    _add_data_args(p)
-    p.add_argument("--out", default=None,
+    p.add_argument("--model", type=text, required=True, help="model file written by 'train'")
+    add_data_args(p)
+    p.add_argument("--out", type=text, default=None,
                    help="CSV of predictions: bag, predicted, proba_<class> per class (default, or -: standard output)")
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("explain", help="per-instance evidence of a saved two-class model: which instances "
                        "drive each bag's prediction")
-    p.add_argument("--model", required=True, help="model file written by 'train'")
-    _add_data_args(p)
+    p.add_argument("--model", type=text, required=True, help="model file written by 'train'")
+    add_data_args(p)
     p.add_argument("--method", default="removal", choices=["removal", "share", "singleton"],
                    help="removal (default): how much the bag's positive-class probability drops without the "
                    "instance; share: the instance's share of the logit measured from distance 0, not against "
                    "typical bags (it can rank the key instances last: see book page 05, section "
                    "\"One bag, explained\"); singleton: the logit of the instance alone")
-    p.add_argument("--top", type=_count(1), default=None, help="keep the TOP instances of most evidence per bag")
-    p.add_argument("--coords-key", default=None, help="with --bags-dir of .h5 or .pt files: also write this "
+    p.add_argument("--top", type=count(1), default=None, help="keep the TOP instances of most evidence per bag")
+    p.add_argument("--coords-key", type=text, default=None, help="with --bags-dir of .h5 or .pt files: also write this "
                    "per-instance array of each file (CLAM's 'coords': the patch positions), as KEY_0, KEY_1, ...")
-    p.add_argument("--heatmaps", default=None, metavar="DIR",
+    p.add_argument("--heatmaps", type=text, default=None, metavar="DIR",
                    help="with --coords-key: also draw each bag's patches where they lie, coloured by evidence "
                    "on one scale for all bags (the --top ones dotted), as DIR/<bag>.png")
-    p.add_argument("--out", default=None,
+    p.add_argument("--out", type=text, default=None,
                    help="CSV: bag, instance, evidence, rank (1 = most evidence for the positive class), method, "
                    "evidence_for (the positive class) (default, or -: standard output)")
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("datasets", help="list the benchmarks and where they are found")
-    p.add_argument("--data-dir", default=None)
+    p.add_argument("--data-dir", type=text, default=None,
+                   help="folder holding the benchmark files (default: $MINITORCH_PROTO_DATA, else the user cache)")
     p.add_argument("--download", action="store_true", help="download the missing ones into the cache")
     p.add_argument("--no-verify", action="store_true", help="skip the sha256 check (counts are still checked)")
-    p.add_argument("--download-timeout", type=_number(positive=True, unit=" of seconds"), default=None,
+    p.add_argument("--download-timeout", type=number(positive=True, unit=" of seconds"), default=None,
                    metavar="SECONDS",
                    help="overall limit for downloading one file")
     p.set_defaults(func=cmd_datasets)
@@ -569,7 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+    return " ".join(in_cli_words(str(exc)).split()) or type(exc).__name__
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from .outputs import check_input_file
 
-__all__ = ["data_provenance", "load_benchmark_for", "load_benchmarks", "load_data", "naming_bags",
+__all__ = ["data_provenance", "in_cli_words", "load_benchmark_for", "load_benchmarks", "load_data", "naming_bags",
            "refuse_overwriting_inputs"]
 
 
@@ -41,10 +41,25 @@ def load_benchmark_for(args, name: str):
                                 f"To use a modified copy, pass it as --csv {path} --no-header.")
         raise ValueError(text) from None
     except (FileNotFoundError, DownloadError) as exc:  # the same advice in the command line's words
-        text = re.sub(r"Call load_benchmark\([^)]*\)", "Drop --no-download", str(exc))
-        text = text.replace("and download=False", "and --no-download was given").replace(
-            "(or pass data_dir=...)", "(or pass --data-dir)").replace("given by data_dir;", "given by --data-dir;")
-        raise type(exc)(text) from None
+        raise type(exc)(in_cli_words(str(exc))) from None
+
+
+def in_cli_words(text: str) -> str:
+    """A loader's advice with the command line's flags for its arguments (data_dir=, download=False)."""
+    text = re.sub(r"Call load_benchmark\([^)]*\)", "Drop --no-download", text)
+    for api, flag in _FLAG_WORDS:
+        text = text.replace(api, flag)
+    return text
+
+
+#: Library argument names in messages the command line passes on, and the flags that set them.
+_FLAG_WORDS = (("and download=False", "and --no-download was given"),
+               ("(or pass data_dir=...)", "(or pass --data-dir)"),
+               ("given by data_dir;", "given by --data-dir;"), ("pass verify=False", "add --no-verify"),
+               ("fewer than n_folds=", "fewer than --folds "), ("lower n_folds", "lower --folds"),
+               ("use backend='tensor' or 'auto'", "use --backend tensor or auto"),
+               ("use device='cpu' or device='auto'", "use --device cpu or auto"),
+               ("pooling must be a non-empty subset", "--pooling must be a non-empty subset"))
 
 
 def load_benchmarks(args, names: Sequence[str]) -> dict:

@@ -26,11 +26,12 @@ def configs_from(args, dataset_name: str, compat: str | None = None):
     else:
         mconf, tconf = PrototypeMILConfig(), TrainConfig()
     m_over, t_over = overrides(args)
-    standardization = getattr(args, "standardization", "feature")
+    given = getattr(args, "standardization", None)  # None: not on the command line
+    standardization = given or "feature"
     compat = compat or getattr(args, "compat", "none")
     if compat == "official":
         mconf, tconf = compat_config(mconf), compat_train_config(tconf)
-        standardization = "instance"
+        standardization = given or "instance"  # the published code's, unless the flag says otherwise
     return replace(mconf, **m_over), replace(tconf, **t_over), standardization
 
 
@@ -90,8 +91,8 @@ def estimator_from(args, dataset_name: str):
         if args.compat != "none":
             raise ValueError("--recommended and --compat official are two different models; choose one.")
         m_over, t_over = overrides(args)  # its recipe, then only the flags given
-        return PrototypeMILClassifier.recommended(**m_over, **t_over, standardization=args.standardization,
-                                                  class_weight=args.class_weight, **common)
+        return PrototypeMILClassifier.recommended(**m_over, **t_over, class_weight=args.class_weight,
+                                                  standardization=args.standardization or "feature", **common)
     if getattr(args, "class_weight", None) is not None:
         raise ValueError("--class-weight weights the convex head of --recommended; the paper's model has none.")
     mconf, tconf, std = configs_from(args, dataset_name)
@@ -101,7 +102,8 @@ def estimator_from(args, dataset_name: str):
 def flag_names(args) -> list[str]:
     """The model flags given on the command line, as typed (``--prototypes``, ``--no-layer-norm``, ...)."""
     names = {"n_prototypes": "--prototypes", "layer_norm": "--no-layer-norm"}
-    return [names.get(k, "--" + k.replace("_", "-")) for over in overrides(args) for k in over]
+    flags = [names.get(k, "--" + k.replace("_", "-")) for over in overrides(args) for k in over]
+    return flags + (["--standardization"] if getattr(args, "standardization", None) else [])
 
 
 def config_record(mconf, tconf, standardization: str) -> dict:

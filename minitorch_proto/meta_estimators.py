@@ -35,8 +35,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .evaluation.metrics import scores_from_proba
 from .preprocessing import BagStandardizer
-from .validation import (base_seed, check_bags, check_int, check_labels, derived_seed, fits_fresh, frames_in_model_order,
-                         fresh_fit, own_feature_names)
+from .validation import (base_seed, check_bags, check_int, check_labels, derived_seed, fits_fresh,
+                         frames_in_model_order, fresh_fit, own_feature_names)
 
 #: scikit-learn's convention: an int, None (a fresh seed each fit) or a numpy generator (its next draw).
 RandomState = Union[int, np.random.RandomState, np.random.Generator, None]

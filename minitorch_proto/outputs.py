@@ -107,6 +107,8 @@ def check_output_path(path: str | os.PathLike, kind: str = "file", what: str = "
     p = Path(path).expanduser()
     if str(path) == "":
         raise ValueError(f"{what} is empty; give a path.")
+    if kind == "file" and p.is_symlink():  # the file the link names is written, as a shell's > would
+        p = _through_link(p)
     if kind == "file" and str(path).endswith(("/", os.sep)):  # Path() drops the slash that says "a folder"
         raise ValueError(f"{what} {path} ends with a separator, which names a folder; give a file path.")
     if kind == "file" and p.is_dir():
@@ -149,21 +151,54 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
     return write_together({path: data})[0]
 
 
+def _through_link(path: Path) -> Path:
+    """The file a symbolic link names: renaming a new file onto the link would replace the link
+    (``--out link.csv`` had left its target as it was, and ``--out /dev/stdout`` replaced the
+    system's link to standard output)."""
+    return Path(os.path.realpath(path))
+
+
+def _make_parents(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; returns those created, deepest first."""
+    made = []
+    while not folder.exists():
+        made.append(folder)
+        folder = folder.parent
+    for f in reversed(made):
+        f.mkdir(exist_ok=True)
+    return made
+
+
+def _remove_empty(folders: Sequence[Path]) -> None:
+    """Undo :func:`_make_parents` after a failure: the folders it made, if still empty."""
+    for f in folders:
+        try:
+            f.rmdir()
+        except OSError:
+            break
+
+
 def write_together(files: Mapping[str | os.PathLike, bytes | str]) -> list[Path]:
     """:func:`write_atomic` for several files that belong together: all are written to temporary
-    files first, then renamed in one step Ctrl-C cannot split, so a failure leaves none of them."""
+    files first, then renamed in one step Ctrl-C cannot split, so a failure leaves none of them
+    (nor the folders it created for them). A path that is a symbolic link writes the file it names."""
     temps: list[tuple[str, Path]] = []
+    made: list[Path] = []
     try:
         for path, data in files.items():
             path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path = _through_link(path) if path.is_symlink() else path
+            made += _make_parents(path.parent)
             # The name's first 40 characters: a long but legal target name would give a too long temporary one.
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:40]}.", suffix=".part")
             temps.append((tmp, path))
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-                fh.flush()
-                os.fsync(fh.fileno())
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            except OSError as exc:  # a full disk names no file by itself
+                raise OSError(exc.errno, f"could not write {path}: {exc.strerror}") from None
             os.chmod(tmp, _new_file_mode())
         if len(temps) > 1:
             from .utils import ctrl_c_deferred  # utils imports torch, which this module leaves to its callers
@@ -172,6 +207,7 @@ def write_together(files: Mapping[str | os.PathLike, bytes | str]) -> list[Path]
     except BaseException:
         for tmp, _ in temps:
             Path(tmp).unlink(missing_ok=True)
+        _remove_empty(made)
         raise
     return [path for _, path in temps]
 
@@ -255,8 +291,9 @@ def staged_directory(out: str | os.PathLike, command: str | None = None) -> Iter
     from .utils import ctrl_c_deferred  # utils imports torch, which this module leaves to its callers
 
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    made = _make_parents(out.parent)
     stage = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name[:40]}.", suffix=".part"))
+    published = False
     try:
         yield stage
         mode = _new_file_mode()
@@ -269,6 +306,7 @@ def staged_directory(out: str | os.PathLike, command: str | None = None) -> Iter
         if not out.exists():
             os.chmod(stage, 0o777 & ~_umask())  # mkdtemp made it 0700
             os.rename(stage, out)
+            published = True
             return
         held = _manifest(out)
         stale = held[1] - set(written) if held else set()
@@ -285,6 +323,9 @@ def staged_directory(out: str | os.PathLike, command: str | None = None) -> Iter
                 old = (out / name).resolve()
                 if old.is_file() and old.is_relative_to(out.resolve()):
                     old.unlink()
+        published = True
     finally:
         if stage.exists():
             shutil.rmtree(stage, ignore_errors=True)
+        if not published:  # nothing reached out: neither do the folders made for it
+            _remove_empty(made)

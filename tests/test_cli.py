@@ -1,6 +1,7 @@
 """The command-line interface, run as a user would (a real subprocess for the entry point)."""
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -257,7 +258,9 @@ def test_explain_writes_the_patch_coordinates_of_h5_bags(tmp_path, capsys):
         assert [row.coords_0, row.coords_1] == coords[row.bag][row.instance].tolist()
     assert main(["explain", "--model", str(model), "--bags-dir", str(folder), "--coords-key", "nope",
                  "--out", str(tmp_path / "x.csv")]) == 2
-    assert "no 'nope' dataset" in capsys.readouterr().err and not (tmp_path / "x.csv").exists()
+    err = capsys.readouterr().err
+    assert "no 'nope' dataset" in err and "per-instance array" in err and "features are read" not in err
+    assert not (tmp_path / "x.csv").exists()
     npy = tmp_path / "npy"
     from minitorch_proto.data.disk import write_bag_folder
 
@@ -548,3 +551,67 @@ def test_reproduce_times_each_budget_of_a_baseline_on_its_own_row(shared_mil, tm
     # One row per results label: the common budget's time was folded into the defaults row.
     assert list(timings.method) == list(dict.fromkeys(results.method)) == ["bag_stats", "bag_stats (tuned on inner CV)"]
     assert (timings.wall_seconds > 0).all()
+
+
+def test_command_line_audit_mends(trained, tmp_path, capsys, monkeypatch):
+    from minitorch_proto.estimator import load_model
+
+    frame, _, model = trained
+    csv = tmp_path / "mine.csv"
+    frame.to_csv(csv, index=False)
+    quick = ["--epochs", "1", "--prototypes", "2", "--device", "cpu", "--quiet"]
+    # An explicit --standardization wins over --compat official's (it had been replaced silently).
+    assert main(["train", "--csv", str(csv), "--compat", "official", "--standardization", "none", *quick,
+                 "--out", str(tmp_path / "c.safetensors")]) == 0
+    assert load_model(tmp_path / "c.safetensors").standardization == "none"
+    assert main(["train", "--csv", str(csv), "--compat", "official", *quick,
+                 "--out", str(tmp_path / "d.safetensors")]) == 0
+    assert load_model(tmp_path / "d.safetensors").standardization == "instance"
+    # --out that is a link writes the file it names (the link had been replaced by a file).
+    target, link = tmp_path / "target.csv", tmp_path / "link.csv"
+    target.write_text("old\n")
+    link.symlink_to(target)
+    assert main(["predict", "--model", str(model), "--csv", str(csv), "--out", str(link)]) == 0
+    assert link.is_symlink() and target.read_text().startswith("bag,predicted")
+    # Usage errors and empty values: one line, exit 2.
+    capsys.readouterr()
+    for argv in (["train", "--csv", str(csv), "--epochs", "0", "--out", "x.safetensors"],
+                 ["train", "--csv", "", "--out", "x.safetensors"], ["predict", "--model", "", "--csv", str(csv)],
+                 ["cv", "--csv", str(csv), *quick, "--out", "-"]):
+        with pytest.raises(SystemExit) if "" in argv or "0" in argv else contextlib.nullcontext() as exc:
+            code = main(argv)
+        code = exc.value.code if exc is not None else code
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and len(err.splitlines()) == 1, (argv, err)
+    # A write that fails (a full disk) names its file and leaves none of the folders made for it.
+    import minitorch_proto.outputs as outputs
+
+    def full(fd, mode):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(outputs.os, "fdopen", full)
+    deep = tmp_path / "a" / "b" / "p.csv"
+    assert main(["predict", "--model", str(model), "--csv", str(csv), "--out", str(deep)]) == 1
+    err = capsys.readouterr().err
+    assert f"could not write {deep}" in err and not (tmp_path / "a").exists()
+    with pytest.raises(OSError):
+        with outputs.staged_directory(tmp_path / "x" / "y" / "run"):
+            raise OSError("failed before publishing")
+    assert not (tmp_path / "x").exists()
+
+
+def test_train_whose_out_becomes_unwritable_during_training_is_no_usage_error(trained, tmp_path, capsys, monkeypatch):
+    import minitorch_proto.serialization as serialization
+
+    frame, _, _ = trained
+    csv = tmp_path / "mine.csv"
+    frame.to_csv(csv, index=False)
+
+    def read_only_now(path, kind="file", what="--out"):  # checked fine before training, refused at save time
+        raise ValueError(f"{what} {path} cannot be written: folder is not writable (Read-only file system).")
+
+    monkeypatch.setattr(serialization, "check_output_path", read_only_now)
+    out = tmp_path / "m.safetensors"
+    assert main(["train", "--csv", str(csv), "--epochs", "1", "--prototypes", "2", "--device", "cpu", "--quiet",
+                 "--out", str(out)]) == 1
+    assert "Read-only" in capsys.readouterr().err and not out.exists()

@@ -615,17 +615,23 @@ def test_the_datasets_command_says_which_file_is_missing_which_corrupt_and_the_f
         shutil.copy(shared_mil / name, tmp_path / name)
     (tmp_path / "Fox.csv").write_bytes((shared_mil / "Fox.csv").read_bytes()[:100_000])  # cut short
     assert main(["datasets", "--data-dir", str(tmp_path)]) == 1
-    out = capsys.readouterr().out.splitlines()
+    captured = capsys.readouterr()
+    out, err = captured.out.splitlines(), captured.err.splitlines()
     status = {line.split()[0]: line.split()[1] for line in out[1:6]}
     assert status == {"musk1": "ok", "musk2": "ok", "fox": "corrupt", "tiger": "missing", "elephant": "ok"}
     assert out[1].split()[2:5] == ["92", "476", "166"]  # counts print as integers beside missing rows
-    # Each problem whole on its own line: before, it was cut at 120 characters, before the fix.
-    assert out[6].startswith("fox: corrupt: ") and out[6].endswith("pass verify=False.")
-    assert out[7].startswith("tiger: missing: Tiger.csv not found in ") and len(out) == 8
+    # Each problem whole on its own line of standard error, in the command line's words (the flags).
+    assert len(out) == 6 and len(err) == 2
+    assert err[0].startswith("fox: corrupt: ") and err[0].endswith("add --no-verify.")
+    assert err[1].startswith("tiger: missing: Tiger.csv not found in ") and "--data-dir" in err[1]
     # --no-verify, as the other commands have: the cut file is then read, and found unusable.
     assert main(["datasets", "--data-dir", str(tmp_path), "--no-verify"]) == 1
-    out = capsys.readouterr().out.splitlines()
-    assert out[3].split()[:2] == ["fox", "unusable"] and out[6].startswith("fox: unusable: ")
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[3].split()[:2] == ["fox", "unusable"]
+    assert captured.err.splitlines()[0].startswith("fox: unusable: ")
+    # A file given as the folder is a usage error, in one line.
+    assert main(["datasets", "--data-dir", str(tmp_path / "Musk1.csv")]) == 2
+    assert capsys.readouterr().err.strip().count("\n") == 0
 
 
 def test_load_bags_csv_on_a_headerless_file_says_how_to_read_it(shared_mil):

@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("meta_estimators", "methods", "evaluation"),
     ("plots",),
     ("book",),
-    ("cli", "cli_inputs", "cli_models", "__main__", "__init__"),
+    ("cli", "cli_args", "cli_inputs", "cli_models", "__main__", "__init__"),
 ]
 MAX_LINES = 620
 

@@ -323,7 +323,12 @@ class DiskBagDataset(Sequence):
         if f.path.suffix.lower() == ".npy":
             raise BagFileError(f"{f.path}: a .npy file holds the features only, no {key!r}; save the bags as .h5 "
                                "or as .pt dicts to keep per-instance arrays beside them.")
-        arr, handle = open_array(f.path, key, self.follow_links)
+        try:
+            arr, handle = open_array(f.path, key, self.follow_links)
+        except BagFileError as exc:  # the reader's words are about the features; here another array was asked for
+            raise BagFileError(str(exc).split("; the features are read", 1)[0] + (
+                f"; {key!r} was asked for as a per-instance array (such as CLAM's 'coords')."
+                if "; the features are read" in str(exc) else "")) from None
         try:
             out = np.atleast_1d(as_numpy(arr[:]))
             out = out if out.flags.owndata else out.copy()
