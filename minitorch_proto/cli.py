@@ -317,7 +317,7 @@ def cmd_explain(args) -> int:
         print(f"evidence for class {positive!r} (positive: for it; negative: for {negative!r})", file=sys.stderr)
         _write_table(table, out, f"the evidence of {len(table)} instances of {data.n_bags} bags")
     if maps:  # standard output may be carrying the CSV (no --out): the note then goes to standard error
-        print(f"wrote {table['bag'].nunique()} heatmaps to {maps}", file=sys.stdout if out else sys.stderr)
+        print(f"wrote {data.n_bags} heatmaps to {maps}", file=sys.stdout if out else sys.stderr)  # one a bag
     return 0
 
 

@@ -42,7 +42,7 @@ from .validation import (base_seed, check_bags, check_int, check_labels, derived
 RandomState = Union[int, np.random.RandomState, np.random.Generator, None]
 
 __all__ = ["StandardizedMIL", "SeedEnsemble", "InnerCVSelection", "with_random_state", "member_seeds", "proba_in",
-           "copy_input_attributes"]
+           "copy_input_attributes", "rank_candidates"]
 
 
 def member_seeds(seed: int, k: int) -> list[int]:
