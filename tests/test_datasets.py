@@ -346,7 +346,26 @@ def test_load_benchmark_corrupt_cache_is_fetched_again_or_says_delete(monkeypatc
     with pytest.raises(ChecksumError, match="cached copy is damaged, and fetching it again failed") as err:
         load_benchmark("musk1", cache_dir=cache)
     assert "\n" not in str(err.value)
+    # The mirrors' reasons and the fix, not the first line of a list ("...; tried:)").
+    assert "FileNotFoundError" in str(err.value) or "URLError" in str(err.value), str(err.value)
+    assert str(err.value).endswith("save a good copy of Musk1.csv there.")
     assert _leftovers(cache) == ["Musk1.csv"]
+    # A damaged cached file that is not fetched again (a case variant of the name) says so.
+    (cache / "Musk1.csv").unlink()
+    _write(cache / "musk1.csv", TOY_CSV.replace("9.5", "9.6"))
+    with pytest.raises(ChecksumError, match="Delete it; Musk1.csv is then downloaded in its place") as err:
+        load_benchmark("musk1", cache_dir=cache)
+    # The status table: one line per problem (a download failure had taken eight), a bad limit refused once.
+    from minitorch_proto.data.benchmarks import benchmark_status
+
+    (cache / "musk1.csv").unlink()
+    monkeypatch.delenv(DATA_ENV_VAR, raising=False)
+    monkeypatch.setenv(CACHE_ENV_VAR, str(cache))
+    table, problems = benchmark_status(download=True)
+    assert all("\n" not in p for p in problems) and problems[0].startswith("musk1: missing: Could not download")
+    monkeypatch.setenv("MINITORCH_PROTO_DOWNLOAD_TIMEOUT", "abc")
+    with pytest.raises(ValueError, match="MINITORCH_PROTO_DOWNLOAD_TIMEOUT"):
+        benchmark_status(cache, download=True)
 
 
 def test_a_registry_entry_without_a_checksum_is_never_downloaded_unverified(monkeypatch, tmp_path):
@@ -641,3 +660,24 @@ def test_load_bags_csv_on_a_headerless_file_says_how_to_read_it(shared_mil):
         load_bags_csv(shared_mil / "Musk1.csv")  # the benchmarks' layout: label, bag, features, no header
     data = load_bags_csv(shared_mil / "Musk1.csv", header=None, bag_col=1, label_col=0)  # as the message says
     assert (data.n_bags, data.n_features) == (92, 166)
+
+
+def test_read_mil_csv_keeps_bag_ids_beyond_2_to_the_53(tmp_path):
+    path = tmp_path / "big.csv"
+    path.write_text("1,9007199254740993,0.1,0.2\n1,9007199254740992,0.3,0.4\n0,5,1,1\n")
+    data = read_mil_csv(path)  # the ids had gone through float64: two bags merged under one wrong id
+    assert data.bag_ids.tolist() == [5, 9007199254740992, 9007199254740993] and data.n_bags == 3
+    path.write_text("1,9007199254740993.0,0.1,0.2\n0,5,1,1\n")
+    with pytest.raises(ValueError, match="beyond 2\\*\\*53"):
+        read_mil_csv(path)
+
+
+def test_a_continuous_label_names_its_file_and_column(tmp_path):
+    from minitorch_proto import load_bags_csv
+
+    path = tmp_path / "lab.csv"
+    pd.DataFrame({"bag": ["a", "a", "b"], "label": [1.5, 1.5, 2], "f": [1, 2, 3]}).to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"lab.csv: label column 'label': y must hold class labels"):
+        load_bags_csv(path)
+    with pytest.raises(FileNotFoundError, match="is a file, not a folder"):
+        read_split_files(path, "musk1")

@@ -317,6 +317,8 @@ def benchmark_status(data_dir: str | os.PathLike | None = None, download: bool =
     problems : list of str
         ``"<name>: <status>: <the loader's one-line message>"``, which says the fix.
     """
+    if download:  # a bad limit is the caller's mistake, not five unusable benchmarks
+        download_deadline(download_timeout, "download_timeout")
     rows, problems = [], []
     for name in BENCHMARKS:
         try:
@@ -326,13 +328,14 @@ def benchmark_status(data_dir: str | os.PathLike | None = None, download: bool =
             status = ("corrupt" if isinstance(exc, ChecksumError) else
                       "unusable" if isinstance(exc, ValueError) else "missing")
             rows.append({"dataset": name, "status": status})
-            problems.append(f"{name}: {status}: {exc}")
+            problems.append(f"{name}: {status}: {getattr(exc, 'one_line', None) or ' '.join(str(exc).split())}")
             continue
         s = d.summary()
         rows.append({"dataset": name, "status": "ok", "bags": s["bags"], "instances": s["instances"],
                      "features": s["features"], "source": d.source})
     table = pd.DataFrame(rows, columns=["dataset", "status", "bags", "instances", "features", "source"])
-    return table.astype({c: "Int64" for c in ("bags", "instances", "features")}).fillna({"source": ""}), problems
+    table = table.astype({**{c: "Int64" for c in ("bags", "instances", "features")}, "source": object})
+    return table.fillna({"source": ""}), problems
 
 
 def _locate(info: BenchmarkInfo, data_dir, download: bool, cache_dir, download_timeout, *,
@@ -397,11 +400,16 @@ def _verify(path: Path, expected: str, info: BenchmarkInfo, cached: bool, *, dow
         try:
             download_file(info.urls, path, expected, deadline=download_timeout)
             return
-        except DownloadError as exc:
+        except DownloadError as exc:  # one line: the mirrors' reasons, and where a good copy goes
             raise ChecksumError(f"{path} has sha256 {got}, expected {expected} for {info.name}: the cached copy is "
-                                f"damaged, and fetching it again failed ({str(exc).splitlines()[0]})") from exc
+                                f"damaged, and fetching it again failed ({exc.one_line}); delete it, or save a "
+                                f"good copy of {info.file_name} there.") from exc
+    # Only the CSV of the benchmark's own name is fetched again: a cached .mat (or a CSV named otherwise) is
+    # not, so download=True would not help; once it is deleted the CSV is downloaded.
+    refetched = cached and path.name == info.file_name and bool(info.urls)
     fix = (
-        "Delete it, or call with download=True to fetch it again."
+        ("Delete it, or call with download=True to fetch it again." if refetched and not download else
+         f"Delete it; {info.file_name} is then downloaded in its place.")
         if cached
         else "If this is your own re-saved copy, pass verify=False."
     )
@@ -431,8 +439,9 @@ def read_split_files(folder: str | os.PathLike, name: str) -> dict[tuple[int, in
     -------
     dict
         ``{(rep, fold): test_bag_ids}`` sorted by (rep, fold); the ids are int64
-        arrays in file order. Map ids to positions in a :class:`BagDataset` with
-        ``np.searchsorted(ds.bag_ids, ids)``.
+        arrays in file order. :func:`~minitorch_proto.evaluation.cv.split_file_folds` turns
+        them into folds, refusing ids the data set does not hold (``np.searchsorted`` would
+        quietly take a neighbouring bag for a missing id).
 
     Raises
     ------
@@ -443,7 +452,8 @@ def read_split_files(folder: str | os.PathLike, name: str) -> dict[tuple[int, in
     """
     folder = Path(folder)
     if not folder.is_dir():
-        raise FileNotFoundError(f"Split-file folder {folder} does not exist.")
+        raise FileNotFoundError(f"Split-file folder {folder} " + ("is a file, not a folder." if folder.exists() else
+                                                                 "does not exist."))
     wanted = name[:-4] if name.lower().endswith(".csv") else name
     info = BENCHMARKS.get(wanted.lower())
     if info is not None:

@@ -172,8 +172,9 @@ class BagDataset:
         Parameters
         ----------
         indices : array-like of int, boolean mask of length ``n_bags``, or slice
-            Positions of the bags to keep, each at most once (positions, not bag ids; use
-            ``np.searchsorted(ds.bag_ids, ids)`` to turn sorted ids into positions).
+            Positions of the bags to keep, each at most once (positions, not bag ids; to turn ids
+            into positions use ``pd.Index(ds.bag_ids).get_indexer(ids)`` and refuse the -1 it
+            gives an id the data set does not hold: ``np.searchsorted`` would take a neighbour).
 
         Returns
         -------
@@ -204,7 +205,9 @@ class BagDataset:
         Columns: ``bag_col`` (the bag ids), ``label_col`` (each bag's label on every row) and the
         features, named by ``feature_names`` (``feature_1``, ... when there are none). So
         ``ds.to_dataframe().to_csv(path, index=False)`` writes a CSV that
-        :func:`~minitorch_proto.data.load_bags_csv` reads back as the same bags.
+        :func:`~minitorch_proto.data.load_bags_csv` reads back as the same bags, labels and
+        features, with the ids as text (a CSV reader keeps ids as written: ``1`` comes back
+        ``"1"``); an empty id or label cannot be read back (the reader refuses blank cells).
         """
         names = ([str(n) for n in self.feature_names] if self.feature_names is not None
                  else [f"feature_{j + 1}" for j in range(self.n_features)])

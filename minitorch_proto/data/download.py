@@ -51,7 +51,15 @@ class ChecksumError(ValueError):
 
 
 class DownloadError(RuntimeError):
-    """Every URL given to :func:`download_file` failed."""
+    """Every URL given to :func:`download_file` failed.
+
+    The message lists each mirror's error on its own line and where to put the file by hand;
+    ``one_line`` says the same in one line, for tables and summaries.
+    """
+
+    def __init__(self, message: str, one_line: str | None = None) -> None:
+        super().__init__(message)
+        self.one_line = one_line or " ".join(message.split())
 
 
 # --------------------------------------------------------------------------- #
@@ -103,7 +111,8 @@ def _progress_bar(total: int | None, desc: str, enabled: bool):
         from tqdm.auto import tqdm
     except ImportError:  # the progress bar is a nicety, not a requirement
         return None
-    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=desc, leave=False)
+    # disable=None: no bar when standard error is no terminal (a log's lines would carry its carriage returns).
+    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc=desc, leave=False, disable=None)
 
 
 def download_deadline(deadline: float | None = None, name: str = "deadline") -> float:
@@ -291,11 +300,14 @@ def download_file(
         # IncompleteRead, ChecksumError) is recorded and the next one is tried.
         except Exception as exc:
             errors.append(f"  {url}\n      -> {type(exc).__name__}: {exc}")
+    reasons = "; ".join(e.split("-> ", 1)[-1] for e in errors)
     raise DownloadError(
         f"Could not download {dest.name}; tried:\n"
         + "\n".join(errors)
         + f"\nTo install it by hand, download {dest.name} yourself and save it as\n"
         f"  {dest}\n"
         f"or put it in any folder and set the environment variable {DATA_ENV_VAR} "
-        f"to that folder (or pass data_dir=...)."
+        f"to that folder (or pass data_dir=...).",
+        one_line=f"Could not download {dest.name} ({reasons}); save it as {dest} or set {DATA_ENV_VAR} to a folder "
+                 "holding it (or pass data_dir=...).",
     )

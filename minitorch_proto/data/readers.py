@@ -180,7 +180,13 @@ def read_mil_csv(path: str | os.PathLike, name: str | None = None) -> BagDataset
     raw_ids = values[:, 1]
     if np.any(raw_ids != np.round(raw_ids)):
         raise ValueError(f"{path}: the bag ids in column 2 must be integers.")
-    ids = raw_ids.astype(np.int64)
+    if pd.api.types.is_integer_dtype(df[1]):  # as pandas read them: ids past 2**53 differ only there
+        ids = df[1].to_numpy(dtype=np.int64)
+    elif np.abs(raw_ids).max() >= 2**53:
+        raise ValueError(f"{path}: bag ids in column 2 beyond 2**53 are written as decimals; two of them could be "
+                         "one number. Write them as whole numbers.")
+    else:
+        ids = raw_ids.astype(np.int64)
     bags, raw_y, bag_ids = _group_rows(
         np.ascontiguousarray(values[:, 2:]), values[:, 0], ids, sort_ids=True, where=str(path)
     )
@@ -393,7 +399,10 @@ def from_dataframe(
     bags, raw_y, bag_ids = _group_rows(X, codes.astype(np.float64), keys, sort_ids=False, where=where,
                                        label_names=np.asarray(names))
     y = np.asarray(names)[raw_y.astype(np.int64)]
-    return BagDataset(name, bags, y, bag_ids, feature_names=[str(c) for c in feature_cols])
+    try:
+        return BagDataset(name, bags, y, bag_ids, feature_names=[str(c) for c in feature_cols])
+    except ValueError as exc:  # e.g. a label 1.5: say which file and column hold it
+        raise ValueError(f"{where}: label column {label_col!r}: {exc}") from None
 
 
 def shown_names(names: list, most: int = 8) -> str:
