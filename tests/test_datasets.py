@@ -677,7 +677,7 @@ def test_a_continuous_label_names_its_file_and_column(tmp_path):
 
     path = tmp_path / "lab.csv"
     pd.DataFrame({"bag": ["a", "a", "b"], "label": [1.5, 1.5, 2], "f": [1, 2, 3]}).to_csv(path, index=False)
-    with pytest.raises(ValueError, match=r"lab.csv: label column 'label': y must hold class labels"):
+    with pytest.raises(ValueError, match=r"lab.csv: label column 'label' must hold class labels"):
         load_bags_csv(path)
     with pytest.raises(FileNotFoundError, match="is a file, not a folder"):
         read_split_files(path, "musk1")

@@ -401,8 +401,9 @@ def from_dataframe(
     y = np.asarray(names)[raw_y.astype(np.int64)]
     try:
         return BagDataset(name, bags, y, bag_ids, feature_names=[str(c) for c in feature_cols])
-    except ValueError as exc:  # e.g. a label 1.5: say which file and column hold it
-        raise ValueError(f"{where}: label column {label_col!r}: {exc}") from None
+    except ValueError as exc:  # e.g. a label 1.5: say which file and column hold it, as the command line does
+        text = str(exc)
+        raise ValueError(f"{where}: label column {label_col!r} {text[2:]}" if text.startswith("y ") else text) from None
 
 
 def shown_names(names: list, most: int = 8) -> str:
