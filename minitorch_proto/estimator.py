@@ -506,7 +506,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
                 if diverged or not all(bool(torch.isfinite(p).all()) for p in fit.model.parameters()):
                     where = f"at epoch {diverged[0]}" if diverged else "in its last steps"
                     raise ValueError(f"training diverged {where}: the loss became NaN or infinite; lower the learning "
-                                     "rates (lr_prototypes, lr_classifier; --lr-prototypes, --lr-classifier).")
+                                     "rates (--lr-prototypes, --lr-classifier), or rescale very large features "
+                                     "(the streamed fit does not check their range first).")
                 fits.append(fit)
                 standardizer = fit.standardizer
             self.classes_, self.n_features_in_, self.standardizer_ = classes, fits[0].model.n_features, standardizer

@@ -90,8 +90,9 @@ class DiskBagDataset(Sequence):
     Construction reads only the file headers: it checks that every listed bag has
     exactly one feature file, that each holds a non-empty 2-D numeric array, and
     that all agree on the number of features. Values are checked for NaN as they
-    are read. ``dataset[i]`` returns bag ``i`` as an array (a read-only memory map
-    for ``.npy``); ``dataset[a:b]`` or ``dataset[[i, j]]`` a subset dataset.
+    are read. ``dataset[i]`` returns bag ``i`` as an array of its own (also for
+    ``.npy``, read through a memory map and copied); ``dataset[a:b]`` or ``dataset[[i, j]]``
+    a subset dataset.
     """
 
     def __init__(
