@@ -176,7 +176,8 @@ def cmd_cv(args) -> int:
         raise ValueError("cv --out names a CSV file (beside it go .predictions.csv and .run.json); - is not one.")
     out = check_output_path(args.out, "file") if args.out else None
     if out is not None:  # the files written beside it, checked now too: a folder in their way failed after the run
-        record, scored = (check_output_path(out.with_name(out.stem + suffix), "file")
+        given = Path(args.out).expanduser()  # named after --out as given (a link's target is only where out goes)
+        record, scored = (check_output_path(given.with_name(given.stem + suffix), "file")
                           for suffix in (".run.json", ".predictions.csv"))
     started = time.perf_counter()
     data, _ = load_data(args)

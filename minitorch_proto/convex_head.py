@@ -51,6 +51,7 @@ import torch
 
 from .distances import median_pairwise_distance
 from .utils import torch_threads
+from .validation import derived_seed
 
 __all__ = ["push_prototypes", "nearest_instances", "fit_convex_head", "ConvexHead", "HeadWorkers", "refit_members",
            "check_head_options", "check_head_repeats", "check_head_scoring", "check_head_threshold", "best_cut",
@@ -253,7 +254,7 @@ def fit_convex_head(
     score_name = {"log_loss": "neg_log_loss",
                   "accuracy": "balanced_accuracy" if class_weight == "balanced" else "accuracy"}[scoring]
     # Repeat 0 is the one partition a single draw uses, so repeats=1 is unchanged.
-    partitions = [list(StratifiedKFold(k, shuffle=True, random_state=int(random_state) + r).split(X, y))
+    partitions = [list(StratifiedKFold(k, shuffle=True, random_state=derived_seed(int(random_state) + r)).split(X, y))
                   for r in range(int(repeats))]
     fits = []
     with warnings.catch_warnings():

@@ -21,7 +21,7 @@ from .training import TrainConfig
 from .utils import resolve_device
 from .validation import (align_frames, check_bags, check_chunk_size, check_distance_range, check_finite_scores,
                          check_int, check_labels, check_shared_bags, frame_columns, frames_in_model_order, fresh_fit,
-                         own_feature_names, seed_from)
+                         own_feature_names, seed_from, derived_seed)
 
 __all__ = ["PrototypeMILClassifier", "load_model", "RECOMMENDED"]
 
@@ -393,7 +393,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
                 if names is not None:
                     est.feature_names_in_ = np.asarray(names, dtype=object)
             # Each target's members are seeded seed, seed + 1, ...: all targets' members train together.
-            model_seeds = [int(s) + j for s in seeds for j in range(k)]
+            model_seeds = [derived_seed(int(s) + j) for s in seeds for j in range(k)]
             fit = train_batched(
                 pool, labels, [index_sets[t] for t in range(len(targets)) for _ in range(k)],
                 model_seeds, mconf, tconf, n_classes=len(classes0), standardization=self.standardization,
@@ -497,7 +497,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             fits, standardizer = [], None  # fitted by the first member's pass, shared by the others
             for j in range(k):  # member j is seeded seed + j, as fit seeds it
                 fit = train_streaming(
-                    bags, y_enc, mconf, tconf, seed=seed + j, n_classes=len(classes),
+                    bags, y_enc, mconf, tconf, seed=derived_seed(seed + j), n_classes=len(classes),
                     standardization=self.standardization,
                     standardizer=standardizer, chunk_size=int(self.chunk_size), dtype=dtype,
                     device=resolve_device(self.device), autocast=self.autocast, progress=self.verbose,
@@ -519,7 +519,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
             if self.push or self.head == "logistic":
                 source = StreamedInstances(bags, standardizer, int(self.chunk_size))
                 with HeadWorkers(1) as workers:
-                    self._refit_after_training(source, y_enc, classes, [seed + j for j in range(k)], workers)()
+                    self._refit_after_training(source, y_enc, classes, [derived_seed(seed + j) for j in range(k)], workers)()
         return self
 
     # ---------------------------------------------------------- predict

@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .evaluation.metrics import scores_from_proba
 from .preprocessing import BagStandardizer
+from .utils import rank_candidates
 from .validation import (base_seed, check_bags, check_int, check_labels, derived_seed, fits_fresh,
                          frames_in_model_order, fresh_fit, own_feature_names)
 
@@ -48,19 +49,6 @@ __all__ = ["StandardizedMIL", "SeedEnsemble", "InnerCVSelection", "with_random_s
 def member_seeds(seed: int, k: int) -> list[int]:
     """Seeds of a k-member ensemble; member 0 is the single model's seed."""
     return [derived_seed(int(seed) + 10_000 * j) for j in range(k)]
-
-
-def rank_candidates(scores: np.ndarray, by_auc: np.ndarray, scoring: str) -> list[int]:
-    """Candidates best first: by mean inner accuracy (ties: mean inner AUC, then grid order), or by
-    mean inner AUC (ties: grid order). ``scores`` is (candidates, 2): accuracy, AUC.
-
-    Compared at 12 decimals: two candidates right on the same bags can differ in the last bit of a
-    mean summed in another order (Fox, MILES: 0.61111111111111105 against ...116, both 110 of 180
-    bags), and the tie rule must decide, not rounding."""
-    acc, auc, by = np.round(scores[:, 0], 12), np.round(scores[:, 1], 12), np.round(by_auc, 12)
-    if scoring == "auc":
-        return sorted(range(len(by)), key=lambda g: (-by[g], g))
-    return sorted(range(len(acc)), key=lambda g: (-acc[g], -auc[g], g))
 
 
 def copy_input_attributes(wrapper, fitted) -> None:
@@ -174,8 +162,8 @@ class StandardizedMIL(_Wrapper):
         self.standardization = standardization
 
     def _prepare(self, bags):
-        names = own_feature_names(bags)  # DataFrame bags: their columns, read by name at predict
-        bags = check_bags(bags)
+        names = own_feature_names(bags)  # DataFrame bags: their columns, read by name here and at predict
+        bags = check_bags(frames_in_model_order(bags, names))
         self.standardizer_ = BagStandardizer(self.standardization).fit(bags)
         self.n_features_in_ = int(bags[0].shape[1])
         if names is not None:

@@ -171,11 +171,11 @@ def _make_parents(folder: Path) -> list[Path]:
 
 def _remove_empty(folders: Sequence[Path]) -> None:
     """Undo :func:`_make_parents` after a failure: the folders it made, if still empty."""
-    for f in folders:
+    for f in sorted(set(folders), key=lambda f: len(f.parts), reverse=True):  # deepest first, every chain
         try:
             f.rmdir()
-        except OSError:
-            break
+        except OSError:  # not empty (or gone): a folder above it stays too, by the same test
+            continue
 
 
 def write_together(files: Mapping[str | os.PathLike, bytes | str]) -> list[Path]:

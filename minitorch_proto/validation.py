@@ -244,8 +244,8 @@ def derived_seed(value: int) -> int:
 
 def base_seed(random_state) -> int:
     """The seed an estimator derives others from: an int ``random_state`` as given; None (fresh
-    entropy) or a numpy generator draws one below 2**27, so that derived seeds (``10 seed + s``,
-    ``seed + 10,000 j``) stay valid numpy seeds."""
+    entropy) or a numpy generator draws one below 2**27 (derived seeds, ``10 seed + s`` and
+    ``seed + 10,000 j``, then need no wrapping by :func:`derived_seed`)."""
     if isinstance(random_state, (numbers.Integral, np.integer)) and not isinstance(random_state, bool):
         return seed_from(random_state)
     return seed_from(random_state) % 2**27
@@ -293,9 +293,14 @@ def frame_columns(bags) -> list[str] | None:
     """Column names when every bag is a pandas DataFrame with the same columns."""
     import pandas as pd
 
-    if isinstance(bags, (list, tuple)) and bags and all(isinstance(b, pd.DataFrame) for b in bags):
+    if _bag_sequence(bags) and len(bags) and all(isinstance(b, pd.DataFrame) for b in bags):
         return [str(c) for c in bags[0].columns]
     return None
+
+
+def _bag_sequence(bags) -> bool:
+    """A list, tuple or numpy object array of bags (``bags_array[train_index]``), not a lazy folder."""
+    return isinstance(bags, (list, tuple)) or (isinstance(bags, np.ndarray) and bags.dtype == object)
 
 
 def align_frames(bags, names: Sequence[str]) -> list[np.ndarray]:
@@ -329,8 +334,8 @@ def frames_in_model_order(bags, names: Sequence[str] | None):
 
     # Every DataFrame among the bags, also in a list that mixes them with arrays (read by name, the
     # arrays by position); a lazy collection (a bag folder) is left to read its own files.
-    if names is not None and isinstance(bags, (list, tuple)) and any(isinstance(b, pd.DataFrame) for b in bags):
-        return align_frames(bags, list(names))
+    if names is not None and _bag_sequence(bags) and any(isinstance(b, pd.DataFrame) for b in bags):
+        return align_frames(list(bags), list(names))
     return bags
 
 

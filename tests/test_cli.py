@@ -615,3 +615,21 @@ def test_train_whose_out_becomes_unwritable_during_training_is_no_usage_error(tr
     assert main(["train", "--csv", str(csv), "--epochs", "1", "--prototypes", "2", "--device", "cpu", "--quiet",
                  "--out", str(out)]) == 1
     assert "Read-only" in capsys.readouterr().err and not out.exists()
+
+
+def test_failed_writes_remove_every_folder_they_made_and_cv_names_side_files_after_the_link(tmp_path, capsys):
+    import minitorch_proto.outputs as outputs
+
+    with pytest.raises(TypeError):  # the second file's data is no text: nothing may stay, in either new chain
+        outputs.write_together({tmp_path / "new" / "b" / "f1.txt": "one", tmp_path / "new" / "c" / "f2.txt": 12345})
+    assert not (tmp_path / "new").exists()
+    frame, _ = _user_frame(n_bags=12)
+    csv = tmp_path / "mine.csv"
+    frame.to_csv(csv, index=False)
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "abc.csv").write_text("old\n")
+    (tmp_path / "today.csv").symlink_to(tmp_path / "store" / "abc.csv")
+    assert main(["cv", "--csv", str(csv), "--epochs", "1", "--prototypes", "2", "--repeats", "1", "--folds", "2",
+                 "--device", "cpu", "--quiet", "--out", str(tmp_path / "today.csv")]) == 0
+    assert (tmp_path / "today.predictions.csv").is_file() and (tmp_path / "today.run.json").is_file()
+    assert (tmp_path / "store" / "abc.csv").read_text().startswith("dataset,")

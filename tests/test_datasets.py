@@ -681,3 +681,10 @@ def test_a_continuous_label_names_its_file_and_column(tmp_path):
         load_bags_csv(path)
     with pytest.raises(FileNotFoundError, match="is a file, not a folder"):
         read_split_files(path, "musk1")
+
+
+def test_read_mil_csv_refuses_bag_ids_past_64_bits(tmp_path):
+    path = tmp_path / "huge.csv"
+    path.write_text(f"1,{2**63 + 1},0.1,0.2\n0,{2**63 + 2},1,1\n")
+    with pytest.raises(ValueError, match="beyond 2\\*\\*63 - 1"):
+        read_mil_csv(path)  # they had come back negative

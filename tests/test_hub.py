@@ -416,3 +416,31 @@ def test_candidates_tied_on_the_same_bags_follow_the_tie_rule_not_rounding():
     assert rank_candidates(scores, scores[:, 1], "accuracy") == [0, 1]  # the higher inner AUC wins the tie
     assert rank_candidates(np.array([[0.5, 0.9], [0.5, 0.9]]), np.array([0.9, 0.9]), "auc") == [0, 1]
     assert rank_candidates(np.array([[0.5, 0.7], [0.6, 0.1]]), np.array([0.7, 0.1]), "auc") == [0, 1]
+
+
+def test_training_frames_in_mixed_column_orders_are_read_by_name(scaled):
+    bags, y = scaled
+    frames = [pd.DataFrame(b, columns=list("abcd")) for b in bags]
+    mixed = [f[["d", "c", "b", "a"]] if i % 3 == 1 else f for i, f in enumerate(frames)]  # the first in order
+    held = np.empty(len(mixed), dtype=object)
+    held[:] = mixed
+    for make in (lambda: BASELINES["bag_stats"](0), lambda: methods.make("bag_stats")):
+        one_order = make().fit(frames, y)
+        np.testing.assert_allclose(make().fit(mixed, y).decision_function(frames), one_order.decision_function(frames))
+        np.testing.assert_allclose(one_order.decision_function(held), one_order.decision_function(frames))
+
+
+def test_tuning_ties_within_rounding_go_to_the_tie_rule_and_unscored_candidates_last():
+    from minitorch_proto.utils import rank_candidates
+
+    a, b = 0.3733146635765, 0.37331466357650006  # one bit apart across a 12-decimal rounding boundary
+    assert rank_candidates(np.array([[a, 0.7], [b, 0.6]]), np.array([0.7, 0.6]), "accuracy") == [0, 1]
+    assert rank_candidates(np.array([[np.nan, 0.5], [0.8, 0.5], [0.9, 0.5]]), np.zeros(3), "accuracy") == [2, 1, 0]
+
+
+def test_large_seeds_reach_every_member_and_fold_of_the_recommended_model(scaled):
+    from minitorch_proto import PrototypeMILClassifier
+
+    bags, y = scaled
+    est = PrototypeMILClassifier.recommended(n_prototypes=3, random_state=2**32 - 1).fit(bags, y)
+    assert est.predict_proba(bags).shape == (len(bags), 2)  # member 1's seed 2**32 had failed in scikit-learn

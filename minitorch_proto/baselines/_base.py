@@ -22,6 +22,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import ParameterGrid, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
+from ..utils import rank_candidates
 from ..validation import check_bags, check_labels, frames_in_model_order, own_feature_names
 
 SOURCE_PAPER = "paper"
@@ -60,8 +61,8 @@ class BaseMILClassifier(ClassifierMixin, BaseEstimator):
 
     # -- validation -------------------------------------------------------------------
     def _validate_fit_data(self, bags, y) -> tuple[list[np.ndarray], np.ndarray]:
-        names = own_feature_names(bags)  # DataFrame bags: their columns, read by name at predict
-        bags = check_bags(bags)
+        names = own_feature_names(bags)  # DataFrame bags: their columns, read by name here and at predict
+        bags = check_bags(frames_in_model_order(bags, names))
         if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
         y_enc, classes = check_labels(y, len(bags))
@@ -200,7 +201,7 @@ def select_by_inner_cv(
         results.append(
             {"params": dict(params), "mean_accuracy": float(np.mean(accs)), "mean_auc": float(np.mean(aucs))}
         )
-    # At 12 decimals: equal scores summed in another order may differ in the last bit (then the tie rule decides).
-    best = max(range(len(results)), key=lambda i: (round(results[i]["mean_accuracy"], 12),
-                                                   round(results[i]["mean_auc"], 12), -i))
+    # Equal scores summed in another order may differ in the last bit: the same tie rule as the common budget's.
+    table = np.array([[r["mean_accuracy"], r["mean_auc"]] for r in results])
+    best = rank_candidates(table, table[:, 1], "accuracy")[0]
     return dict(results[best]["params"]), results

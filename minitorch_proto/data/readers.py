@@ -180,8 +180,11 @@ def read_mil_csv(path: str | os.PathLike, name: str | None = None) -> BagDataset
     raw_ids = values[:, 1]
     if np.any(raw_ids != np.round(raw_ids)):
         raise ValueError(f"{path}: the bag ids in column 2 must be integers.")
-    if pd.api.types.is_integer_dtype(df[1]):  # as pandas read them: ids past 2**53 differ only there
+    if pd.api.types.is_integer_dtype(df[1]) and df[1].max() <= np.iinfo(np.int64).max:  # ids past 2**53: as read
         ids = df[1].to_numpy(dtype=np.int64)
+    elif pd.api.types.is_integer_dtype(df[1]):
+        raise ValueError(f"{path}: bag ids in column 2 beyond 2**63 - 1 do not fit a 64-bit integer; number the "
+                         "bags with smaller ids.")
     elif np.abs(raw_ids).max() >= 2**53:
         raise ValueError(f"{path}: bag ids in column 2 beyond 2**53 are written as decimals; two of them could be "
                          "one number. Write them as whole numbers.")
