@@ -16,6 +16,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from .data.csv_checks import label_wording
 from .outputs import check_input_file
 
 __all__ = ["data_provenance", "in_cli_words", "load_benchmark_for", "load_benchmarks", "load_data", "naming_bags",
@@ -30,23 +31,17 @@ def load_benchmark_for(args, name: str):
         return load_benchmark(name, data_dir=args.data_dir, download=not args.no_download,
                               verify=not getattr(args, "no_verify", False),
                               download_timeout=getattr(args, "download_timeout", None))
-    except ChecksumError as exc:
-        # The library's advice (verify=False) is an API argument; here the switch is a flag.
-        raise ChecksumError(str(exc).replace("pass verify=False", "add --no-verify")) from None
-    except ValueError as exc:  # a modified copy: the library points at read_mil_csv, the command line at --csv
-        text = str(exc)
-        if text.endswith("Use read_mil_csv to read a modified copy."):
-            path = text.split(" does not match ", 1)[0]
-            text = text.replace("Use read_mil_csv to read a modified copy.",
-                                f"To use a modified copy, pass it as --csv {path} --no-header.")
-        raise ValueError(text) from None
-    except (FileNotFoundError, DownloadError) as exc:  # the same advice in the command line's words
-        raise type(exc)(in_cli_words(str(exc))) from None
+    except (ValueError, FileNotFoundError, DownloadError) as exc:  # the advice in the flags' words
+        kind = type(exc) if type(exc) in (ChecksumError, FileNotFoundError, DownloadError) else ValueError
+        raise kind(in_cli_words(str(exc))) from None
 
 
 def in_cli_words(text: str) -> str:
     """A loader's advice with the command line's flags for its arguments (data_dir=, download=False)."""
     text = re.sub(r"Call load_benchmark\([^)]*\)", "Drop --no-download", text)
+    # A modified benchmark copy: the library points at read_mil_csv, the command line at --csv.
+    text = re.sub(r"^(.*?) does not match (.*)Use read_mil_csv to read a modified copy\.$",
+                  r"\1 does not match \2To use a modified copy, pass it as --csv \1 --no-header.", text, flags=re.S)
     for api, flag in _FLAG_WORDS:
         text = text.replace(api, flag)
     return text
@@ -250,7 +245,7 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         ds = from_dataframe(df, bag_col=bag_col, label_col=label_col, feature_cols=others, name=path.stem,
                             where=str(path))
     except ValueError as exc:  # the library's words name its arguments (y, feature_cols); the command line has none
-        raise ValueError(_label_wording(str(exc).replace(", or pass feature_cols=.", "."), f"--csv {path}",
+        raise ValueError(label_wording(str(exc).replace(", or pass feature_cols=.", "."), f"--csv {path}",
                                         label_col)) from None
     if labels:
         _check_label_column(ds.y, f"--csv {path}", label_col)
@@ -272,7 +267,7 @@ def _check_label_column(y, where: str, label_col: str) -> None:
     try:
         _, classes = check_labels(y)
     except ValueError as exc:
-        raise ValueError(_label_wording(str(exc), where, label_col)) from None
+        raise ValueError(label_wording(str(exc), where, label_col)) from None
     # Which class is "positive" is the sorted order's second: with names like cancer/healthy that is the
     # wrong one for the asymmetric methods (mi-SVM, mi-Net look for its witnesses), and nothing else says so.
     names = {str(c).lower() for c in classes.tolist()}
@@ -295,11 +290,6 @@ def _note(message: str) -> None:
 #: Two-class labels whose sorted order already puts the positive class second.
 NATURAL_ORDER = ({"0", "1"}, {"0.0", "1.0"}, {"-1", "1"}, {"-1.0", "1.0"}, {"false", "true"}, {"no", "yes"},
                  {"neg", "pos"}, {"negative", "positive"})
-
-
-def _label_wording(text: str, where: str, label_col: str) -> str:
-    """An error about ``y`` as the command line says it: the file and its label column."""
-    return f"{where}: label column {label_col!r} {text[2:]}" if text.startswith("y ") else text
 
 
 def _headerless_layout(args, path: Path, n_columns: int, n_features: int, labels: bool, label_col: str) -> str:

@@ -20,8 +20,8 @@ from .estimator_files import load_estimator, save_estimator
 from .training import TrainConfig
 from .utils import resolve_device
 from .validation import (align_frames, check_bags, check_chunk_size, check_distance_range, check_finite_scores,
-                         check_int, check_labels, check_shared_bags, frame_columns, frames_in_model_order, fresh_fit,
-                         own_feature_names, seed_from, derived_seed)
+                         check_int, check_labels, check_named_bags, check_shared_bags, frame_columns,
+                         frames_in_model_order, fresh_fit, own_feature_names, seed_from, derived_seed)
 
 __all__ = ["PrototypeMILClassifier", "load_model", "RECOMMENDED"]
 
@@ -487,9 +487,9 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
             mconf, tconf = self.model_config(), self.train_config()
             k = self._check_settings()
-            names = own_feature_names(bags) if not hasattr(bags, "rows") else None  # DataFrames: as fit reads them
+            names = None  # DataFrame bags: by column name, as fit reads them; a lazy dataset checks its own files
             if not hasattr(bags, "rows"):
-                bags = check_bags(frames_in_model_order(bags, names))  # a lazy dataset checks its own files
+                bags, names = check_named_bags(bags)
             y_enc, classes = check_labels(y, len(bags))
             check_head_for_classes(self.head_threshold, self.class_weight, classes)
             # Under torchrun: rank 0's seed (random_state=None draws one per process), one collection.

@@ -36,8 +36,8 @@ from sklearn.utils.validation import check_is_fitted
 from .evaluation.metrics import scores_from_proba
 from .preprocessing import BagStandardizer
 from .utils import rank_candidates
-from .validation import (base_seed, check_bags, check_int, check_labels, derived_seed, fits_fresh,
-                         frames_in_model_order, fresh_fit, own_feature_names)
+from .validation import (base_seed, check_bags, check_int, check_labels, check_named_bags, derived_seed, fits_fresh,
+                         frames_in_model_order, fresh_fit)
 
 #: scikit-learn's convention: an int, None (a fresh seed each fit) or a numpy generator (its next draw).
 RandomState = Union[int, np.random.RandomState, np.random.Generator, None]
@@ -162,8 +162,7 @@ class StandardizedMIL(_Wrapper):
         self.standardization = standardization
 
     def _prepare(self, bags):
-        names = own_feature_names(bags)  # DataFrame bags: their columns, read by name here and at predict
-        bags = check_bags(frames_in_model_order(bags, names))
+        bags, names = check_named_bags(bags)  # DataFrame bags: by column name, here and at predict
         self.standardizer_ = BagStandardizer(self.standardization).fit(bags)
         self.n_features_in_ = int(bags[0].shape[1])
         if names is not None:

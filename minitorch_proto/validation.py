@@ -17,7 +17,8 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 __all__ = [
     "check_bags", "check_shared_bags", "check_labels", "check_same_length", "seed_from", "check_chunk_size",
     "frame_columns", "align_frames", "check_distance_range", "check_finite_scores", "check_int",
-    "base_seed", "derived_seed", "frames_in_model_order", "own_feature_names", "fresh_fit", "fits_fresh",
+    "base_seed", "check_named_bags", "derived_seed", "frames_in_model_order", "own_feature_names", "fresh_fit",
+    "fits_fresh",
 ]
 
 
@@ -337,6 +338,13 @@ def frames_in_model_order(bags, names: Sequence[str] | None):
     if names is not None and _bag_sequence(bags) and any(isinstance(b, pd.DataFrame) for b in bags):
         return align_frames(list(bags), list(names))
     return bags
+
+
+def check_named_bags(bags) -> tuple[list[np.ndarray], list[str] | None]:
+    """:func:`check_bags` for a fit: DataFrame bags read by column name, and their names (None for
+    arrays), which the fitted estimator keeps as ``feature_names_in_`` to read later bags by."""
+    names = own_feature_names(bags)
+    return check_bags(frames_in_model_order(bags, names)), names
 
 
 def own_feature_names(bags, feature_names=None) -> list[str] | None:

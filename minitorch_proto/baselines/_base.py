@@ -23,7 +23,7 @@ from sklearn.model_selection import ParameterGrid, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import rank_candidates
-from ..validation import check_bags, check_labels, frames_in_model_order, own_feature_names
+from ..validation import check_bags, check_labels, check_named_bags, frames_in_model_order
 
 SOURCE_PAPER = "paper"
 SOURCE_DEFAULT = "default"
@@ -61,8 +61,7 @@ class BaseMILClassifier(ClassifierMixin, BaseEstimator):
 
     # -- validation -------------------------------------------------------------------
     def _validate_fit_data(self, bags, y) -> tuple[list[np.ndarray], np.ndarray]:
-        names = own_feature_names(bags)  # DataFrame bags: their columns, read by name here and at predict
-        bags = check_bags(frames_in_model_order(bags, names))
+        bags, names = check_named_bags(bags)  # DataFrame bags: by column name, here and at predict
         if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
         y_enc, classes = check_labels(y, len(bags))

@@ -17,7 +17,12 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["check_header", "check_row_widths", "check_spellings", "header_names", "ids_as_written",
-           "labels_from_text", "looks_like_data", "other_separator", "read_labels"]
+           "label_wording", "labels_from_text", "looks_like_data", "other_separator", "read_labels"]
+
+
+def label_wording(text: str, where: str, label_col) -> str:
+    """An error about ``y`` (the estimators' word) as a file's reader says it: the file and its label column."""
+    return f"{where}: label column {label_col!r} {text[2:]}" if text.startswith("y ") else text
 
 
 def other_separator(columns: Sequence) -> str | None:

@@ -20,8 +20,8 @@ import pandas as pd
 
 from .bag_files import first_line
 from .containers import BagDataset
-from .csv_checks import (check_header, check_row_widths, check_spellings, ids_as_written, looks_like_data,
-                         other_separator, read_labels)
+from .csv_checks import (check_header, check_row_widths, check_spellings, ids_as_written, label_wording,
+                         looks_like_data, other_separator, read_labels)
 
 __all__ = ["check_feature_values", "from_dataframe", "load_bags_csv", "read_mil_csv", "read_mil_mat"]
 
@@ -405,8 +405,7 @@ def from_dataframe(
     try:
         return BagDataset(name, bags, y, bag_ids, feature_names=[str(c) for c in feature_cols])
     except ValueError as exc:  # e.g. a label 1.5: say which file and column hold it, as the command line does
-        text = str(exc)
-        raise ValueError(f"{where}: label column {label_col!r} {text[2:]}" if text.startswith("y ") else text) from None
+        raise ValueError(label_wording(str(exc), where, label_col)) from None
 
 
 def shown_names(names: list, most: int = 8) -> str:
