@@ -269,10 +269,23 @@ def _write_table(frame: pd.DataFrame, out: Path | None, what: str) -> int:
     return 0
 
 
+#: Bags scored at a time by ``predict``: a progress bar can move on a long collection read from disk,
+#: and every bag's probabilities are the same as in one call (each bag is scored on its own).
+PREDICT_CHUNK = 256
+
+
 def cmd_predict(args) -> int:
+    from .utils import progress_bar
+
     clf, out, data = _model_and_bags(args)
-    with naming_bags(data.bag_ids):
-        proba = clf.predict_proba(data.bags)
+    ids, n = np.asarray(data.bag_ids), len(data.bag_ids)
+    parts = []
+    for start in progress_bar(range(0, n, PREDICT_CHUNK), sys.stderr.isatty() and n > PREDICT_CHUNK,
+                              f"predicting ({PREDICT_CHUNK} bags a step)"):
+        stop = min(start + PREDICT_CHUNK, n)
+        with naming_bags(ids[start:stop]):  # an error's "bags[i]" counts from the chunk's first bag
+            parts.append(clf.predict_proba([data.bags[i] for i in range(start, stop)]))
+    proba = np.concatenate(parts) if parts else np.zeros((0, len(clf.classes_)))
     frame = pd.DataFrame({"bag": data.bag_ids, "predicted": clf.classes_[proba.argmax(1)]})
     for j, c in enumerate(clf.classes_):
         frame[f"proba_{c}"] = proba[:, j]

@@ -488,6 +488,36 @@ def test_download_deadline_from_the_environment(monkeypatch, tmp_path):
         download_file(url, tmp_path / "f.csv", None, progress=False)
 
 
+class _Silent(http.server.BaseHTTPRequestHandler):
+    """Takes the request and says nothing for 10 s."""
+
+    def do_GET(self):  # noqa: N802 - http.server's naming
+        time.sleep(10)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_wait_cut_short_by_the_deadline_names_the_deadline(tmp_path):
+    # The socket's wait is shortened to what is left of the deadline; when it runs out the message had said
+    # only "timed out", with nothing to raise.
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Silent)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/f.csv"
+        with pytest.raises(DownloadError, match="overall download deadline of 1 s passed"):
+            download_file(url, tmp_path / "f.csv", None, deadline=1.0, timeout=5, progress=False)
+        # A wait the deadline did not shorten stays the socket's own timeout.
+        with pytest.raises(DownloadError) as info:
+            download_file(url, tmp_path / "f.csv", None, deadline=30, timeout=0.5, progress=False)
+        assert "deadline" not in info.value.one_line and "timed out" in info.value.one_line
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert not list(tmp_path.iterdir())
+
+
 def print_table() -> int:
     """Run every case and print (case, surface, expected, observed, verdict) with counts."""
     os.environ["MINITORCH_PROTO_CACHE"] = tempfile.mkdtemp()

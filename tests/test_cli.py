@@ -425,6 +425,26 @@ def test_predict_matches_feature_columns_by_name(trained, tmp_path):
     pd.testing.assert_frame_equal(straight, reordered)
 
 
+def test_predict_in_chunks_gives_one_call_s_numbers_and_names_bags_by_their_ids(trained, tmp_path, monkeypatch,
+                                                                              capsys):
+    import minitorch_proto.cli as cli
+    from minitorch_proto.estimator import load_model
+
+    frame, _, model = trained
+    whole = load_model(model).predict_proba([g.filter(like="f").to_numpy() for _, g in frame.groupby("bag",
+                                                                                                   sort=False)])
+    monkeypatch.setattr(cli, "PREDICT_CHUNK", 7)  # 30 bags: four full steps and a short one
+    chunked = _predict(model, frame, tmp_path, "chunked")
+    np.testing.assert_allclose(chunked[["proba_0", "proba_1"]].to_numpy(), whole, atol=1e-6)
+    # A bag in a later step is named by its own id, not by its place in that step.
+    big = frame.copy()
+    big.loc[big.bag == "b20", "f0"] = 1e30  # within float32, but its distances overflow
+    big.to_csv(tmp_path / "big.csv", index=False)
+    assert main(["predict", "--model", str(model), "--csv", str(tmp_path / "big.csv")]) != 0
+    err = capsys.readouterr().err
+    assert "bag 'b20'" in err and "bag 'b6'" not in err, err
+
+
 def test_labels_1_2_are_encoded_alike_by_train_predict_and_cv(tmp_path):
     frame01, y = _user_frame(n_bags=20)
     frame12 = frame01.assign(label=frame01.label + 1)

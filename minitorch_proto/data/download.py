@@ -10,14 +10,16 @@ damaged copy there rather than use it.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Iterator, Sequence
 
 __all__ = [
     "CACHE_ENV_VAR",
@@ -179,12 +181,13 @@ def _fetch_one(url: str, dest: Path, sha256: str | None, timeout: float, progres
     ``end`` is the :func:`time.monotonic` time by which the whole transfer must be
     over (``limit`` seconds after the download began, for the message).
     """
+    def deadline_passed(n_read: int) -> TimeoutError:
+        return TimeoutError(f"stopped after {n_read} bytes: the overall download deadline of {limit:g} s passed "
+                            f"(raise it with deadline=, --download-timeout or ${DOWNLOAD_TIMEOUT_ENV_VAR})")
+
     def check_deadline(n_read: int) -> None:
         if time.monotonic() > end:
-            raise TimeoutError(
-                f"stopped after {n_read} bytes: the overall download deadline of {limit:g} s passed "
-                f"(raise it with deadline=, --download-timeout or ${DOWNLOAD_TIMEOUT_ENV_VAR})"
-            )
+            raise deadline_passed(n_read)
 
     check_deadline(0)
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
@@ -194,7 +197,8 @@ def _fetch_one(url: str, dest: Path, sha256: str | None, timeout: float, progres
         n_read = 0
         # The socket timeout bounds each wait; the deadline bounds the sum of them.
         wait = max(0.1, min(timeout, end - time.monotonic()))
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=wait) as resp:
+        with os.fdopen(fd, "wb") as out, _deadline_named(wait < timeout, lambda: deadline_passed(n_read)), \
+                urllib.request.urlopen(url, timeout=wait) as resp:
             length = resp.headers.get("Content-Length")
             total = int(length) if length and length.isdigit() else None
             bar = _progress_bar(total, dest.name, progress)
@@ -224,6 +228,19 @@ def _fetch_one(url: str, dest: Path, sha256: str | None, timeout: float, progres
     finally:
         # After a successful os.replace the temporary name no longer exists.
         tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _deadline_named(cut: bool, error: Callable[[], TimeoutError]) -> Iterator[None]:
+    """A socket wait that the deadline had shortened (``cut``) and that ran out is the deadline's
+    doing: say so (``error()``), not just "timed out"."""
+    try:
+        yield
+    except (TimeoutError, urllib.error.URLError) as exc:
+        reason = getattr(exc, "reason", exc)  # urlopen wraps a timeout while connecting in a URLError
+        if cut and isinstance(reason, TimeoutError):
+            raise error() from exc
+        raise
 
 
 def download_file(
