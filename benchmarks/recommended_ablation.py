@@ -127,8 +127,11 @@ def main() -> None:
     if args.freeze:
         from minitorch_proto.book.frozen import load_frozen, provenance, write_frozen
 
-        earlier = provenance("recommended_ablation")["commit"]
-        commits = {key: commits.get(key, earlier) for key in walls}
+        # A row not run here keeps the commit the frozen table gives it (it had been re-stamped with the
+        # frozen table's own commit, so every refreeze moved the older rows to the newest run's code).
+        frozen = provenance("recommended_ablation")
+        earlier = frozen.get("row_commits", {})
+        commits = {key: commits.get(key) or earlier.get(key) or frozen["commit"] for key in walls}
         cand = load_frozen("recommended_candidates")
         key = ["dataset", "repeat", "fold"]
         for row, c in FROM_CANDIDATES.items():

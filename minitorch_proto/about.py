@@ -69,7 +69,8 @@ def run_record(command: str, settings: dict[str, Any], methods: list[str], datas
     command : str
         The sub-command (``"reproduce"``, ``"compare"``, ...).
     settings : dict
-        The command's options, as parsed (requested values: ``device="auto"`` stays "auto").
+        The command's options, as parsed (requested values: ``device="auto"`` stays "auto", and an
+        option left out is ``None``, e.g. ``standardization``: what each row ran with is in ``configs``).
     methods, datasets : list of str
     wall_seconds : float
     **details

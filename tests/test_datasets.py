@@ -126,6 +126,17 @@ def test_read_mil_csv_rejects_mixed_labels_in_a_bag(tmp_path):
         read_mil_csv(path)
 
 
+def test_mixed_labels_are_named_as_written(tmp_path):
+    from minitorch_proto.data import load_bags_csv
+
+    path = _write(tmp_path / "mix.csv", "bag,label,f\na,0,1\na,1,2\nb,0,3\n")
+    with pytest.raises(ValueError, match=r"bag 'a' has instances with different labels \[0, 1\];"):
+        load_bags_csv(path)  # it had said [0.0, 1.0]
+    path = _write(tmp_path / "mixb.csv", "bag,label,f\na,True,1\na,False,2\nb,True,3\n")
+    with pytest.raises(ValueError, match=r"different labels \[False, True\]|different labels \['False', 'True'\]"):
+        load_bags_csv(path)
+
+
 def test_read_mil_csv_rejects_a_header_row(tmp_path):
     path = _write(tmp_path / "hdr.csv", "label,bag,f1\n0,1,0.0\n")
     with pytest.raises(ValueError, match="load_bags_csv"):

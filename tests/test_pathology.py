@@ -265,7 +265,7 @@ def test_the_comparison_table_says_what_each_method_had():
     assert method_budget("prototype-recommended") == ("2-member ensemble, the head's strength and features chosen "
                                                       "on inner folds, the shipped recipe")
     assert method_budget("attention") == "one model, package defaults"
-    assert method_budget("prototype") == "one model, the paper's Table 1 settings"
+    assert method_budget("prototype") == "one model, package defaults (Musk1's Table 1 rates)"
     assert method_budget("prototype-tuned").endswith("settings compared on inner folds, the best refitted")
     assert method_budget("prototype-best").startswith("settings searched on inner folds")
     assert method_budget("prototype-compat") == "one model, the published code's settings"
@@ -273,3 +273,25 @@ def test_the_comparison_table_says_what_each_method_had():
                          "accuracy": [0.7, 0.8], "repeat": [1, 1], "fit_seconds": [1.0, 3.0]})
     table = comparison_table(rows)
     assert table.loc[0, "budget"] == "one model, package defaults" and table.loc[0, "fit s / fold"] == 2.0
+
+
+def test_compare_on_bags_runs_every_method_a_key_names_once():
+    # "all" and "a,b" name several methods; only the first had run, and a method named twice was pooled
+    # into one row of twice the folds.
+    from minitorch_proto.book import compare_on_bags, method_keys
+    from minitorch_proto.data import BagDataset
+    from minitorch_proto.evaluation import stratified_folds
+
+    from .conftest import make_concept_bags
+
+    bags, y = make_concept_bags(n_bags=24, seed=1)
+    toy = BagDataset("toy", bags, y, np.arange(24))
+    folds = stratified_folds(y, 1, 2, random_state=0)
+    rows, fitted = compare_on_bags(toy, folds, ["bag_stats,miles", "bag_stats"])
+    assert list(rows.groupby("key", sort=False).size().items()) == [("bag_stats", 2), ("miles", 2)]
+    assert set(fitted) == {"bag_stats", "miles"}
+    assert method_keys("miles, bag_stats", "pathology_methods") == ["miles", "bag_stats"]
+    assert method_keys(["miles", "miles"], "m") == ["miles"]
+    assert len(method_keys("all", "m")) > 5
+    with pytest.raises(ValueError, match="^parameter pathology_methods: unknown method 'prototype-recomended'"):
+        method_keys(["miles", "prototype-recomended"], "pathology_methods")

@@ -389,6 +389,11 @@ def test_prototype_sources_draw_the_named_training_instances():
         np.testing.assert_array_equal(line.get_ydata(), bags[b][i])  # the raw instance itself
         assert line.get_label().startswith(f"prototype {j + 1}: bag b{b}, instance {i}")
     assert "+0.30" in lines[0].get_label()
+    # In the model's units the source instance is the pushed prototype itself.
+    fig = plots.plot_prototype_sources(clf, bags, [2, 0], standardized=True)
+    for line, j in zip(fig.axes[0].get_lines(), (2, 0)):
+        np.testing.assert_allclose(line.get_ydata(), clf.model_.prototypes[j].detach().double().numpy(), atol=1e-5)
+    assert "standardised" in fig.axes[0].get_ylabel()
     with pytest.raises(ValueError, match="outside 0..2"):
         plots.plot_prototype_sources(clf, bags, [3])
     with pytest.raises(ValueError, match="push=True"):

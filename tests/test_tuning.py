@@ -153,6 +153,9 @@ def test_ladder_table_pairs_folds_and_computes_standard_errors_by_hand():
     assert first["se"] == pytest.approx(0.025)
     text = ladder_verdict(table)
     assert "+ x (1/1)" in text and "a +0.150" in text
+    # One rung alone: its mean, and no "From 'x' to 'x'" or "No rung raised accuracy".
+    alone = ladder_verdict(ladder_table(pd.DataFrame(rows[1::2])))
+    assert alone == "Only the rung '+ x' ran, so no rung is compared with another; its mean accuracy: a 0.875."
 
 
 def test_a_ladder_run_that_skips_rungs_credits_what_the_difference_measures():

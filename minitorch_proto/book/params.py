@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-__all__ = ["as_choices", "output_folder"]
+__all__ = ["as_choices", "method_keys", "output_folder"]
 
 
 def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower: bool = False) -> list:
@@ -52,6 +52,24 @@ def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower:
         if unknown:
             raise ValueError(f"parameter {name}: unknown {unknown}; valid values are {allowed}.")
     return values
+
+
+def method_keys(value: Any, name: str) -> list[str]:
+    """A parameter naming registered methods, as their keys: a list, one key, ``"a,b"`` or ``"all"``.
+
+    Every name is checked now, before any training (a misspelt method had failed only in the
+    section that runs it); ``"all"`` and comma lists are expanded, repeats dropped.
+    """
+    from ..methods import resolve
+
+    keys: list[str] = []
+    for item in as_choices(value, name):
+        try:
+            methods = resolve(item)
+        except ValueError as exc:
+            raise ValueError(f"parameter {name}: {exc}") from None
+        keys += [m.key for m in methods if m.key not in keys]
+    return keys
 
 
 def _parse_list(text: str, name: str) -> list:

@@ -25,7 +25,7 @@ from ..estimator import PrototypeMILClassifier
 from ..evaluation.evidence import evidence_table
 from ..plots import plot_evidence_map
 
-__all__ = ["ToySlides", "make_toy_slides", "slide_evidence_demo", "plot_slide_maps"]
+__all__ = ["MIN_SLIDES", "ToySlides", "check_slide_count", "make_toy_slides", "slide_evidence_demo", "plot_slide_maps"]
 
 
 @dataclass
@@ -69,6 +69,20 @@ def make_toy_slides(n_slides: int = 60, *, grid: int = 24, n_features: int = 32,
     return ToySlides(bags, np.array(ys), coords, tumours, [f"slide_{i:03d}" for i in range(n_slides)])
 
 
+#: The fewest toy slides the demo takes: a third held out must hold a slide of each class, and two
+#: thirds to train on must too (three of each).
+MIN_SLIDES = 6
+
+
+def check_slide_count(n_slides: int, name: str = "n_slides") -> int:
+    """``n_slides`` if the demo can run on it; a one-line ValueError naming ``name`` otherwise
+    (a notebook checks its parameter before any training)."""
+    if isinstance(n_slides, bool) or not isinstance(n_slides, (int, np.integer)) or n_slides < MIN_SLIDES:
+        raise ValueError(f"{name} must be a whole number of at least {MIN_SLIDES} (half of them with a tumour, a "
+                         f"third held out, each part with both kinds); got {n_slides!r}.")
+    return int(n_slides)
+
+
 def slide_evidence_demo(out_dir: str | Path, n_slides: int = 60, *, test_size: float = 1 / 3,
                         random_state: int = 0, **overrides) -> dict:
     """Write the toy slides as a bag folder, fit the recommended model on two thirds, explain the rest.
@@ -82,6 +96,7 @@ def slide_evidence_demo(out_dir: str | Path, n_slides: int = 60, *, test_size: f
         and ``evidence_auc`` (how well the evidence ranks tumour patches above the others, pooled
         over the held-out positive slides).
     """
+    n_slides = check_slide_count(n_slides)
     slides = make_toy_slides(n_slides, random_state=random_state)
     labels = write_bag_folder(out_dir, slides.bags, slides.y, slides.ids, fmt="h5",
                               instance_arrays={"coords": slides.coords})

@@ -376,6 +376,10 @@ def ladder_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = None
     e.g. ``+ rates + distance``), not under its own name.
     """
     steps = list(dict.fromkeys(table["step"]))
+    if len(steps) < 2:  # e.g. the page run with steps=["+ nested tuning"]: nothing to compare it with
+        means = ", ".join(f"{(display or {}).get(ds, ds)} {g['mean'].iloc[0]:.3f}"
+                          for ds, g in table.groupby("dataset", sort=False))
+        return f"Only the rung '{steps[0]}' ran, so no rung is compared with another; its mean accuracy: {means}."
     clear_up, clear_down = [], []
     for step in steps[1:]:
         t = table[table["step"] == step]

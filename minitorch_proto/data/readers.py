@@ -62,8 +62,9 @@ def _group_rows(
         found = [_plain(v) for v in np.unique(lab[starts[b]: starts[b] + counts[b]])]
         if label_names is not None:
             found = [_plain(label_names[int(v)]) for v in found]
-        else:
-            found = [int(v) if float(v).is_integer() else v for v in found]
+        # Labels written 0 and 1 are named so, not 0.0 and 1.0 (numeric labels are held as floats).
+        found = [int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and float(v).is_integer() else v
+                 for v in found]
         raise ValueError(
             f"{where}: bag {_plain(ids[b])!r} has instances with different labels "
             f"{found}; every instance of a bag must carry the bag's label."

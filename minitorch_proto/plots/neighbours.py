@@ -130,10 +130,11 @@ def plot_prototype_sources(
     bag_ids: Sequence | None = None,
     scores: Sequence[float] | None = None,
     score_name: str = "coefficient",
+    standardized: bool = False,
     ax=None,
     fig: Figure | None = None,
 ) -> Figure:
-    """The real instances a pushed model's prototypes are, as feature profiles (raw features).
+    """The real instances a pushed model's prototypes are, as feature profiles.
 
     For tabular or patch-feature data, where an instance is not a picture: each chosen prototype's
     source instance (``prototype_sources_``) drawn as a line over the feature index.
@@ -151,6 +152,9 @@ def plot_prototype_sources(
     scores : sequence of float, optional
         One value per prototype of the model (e.g.
         :func:`~minitorch_proto.evaluation.closeness_coefficients`), shown in the legend as ``score_name``.
+    standardized : bool, default=False
+        Draw the instances as the model compares them, through its fitted ``standardizer_``, instead
+        of in raw units (where a few large-valued features can flatten all the others).
     ax, fig : optional
 
     Returns
@@ -177,9 +181,13 @@ def plot_prototype_sources(
         b, i = (int(v) for v in sources[0, int(j)])
         name = bag_ids[b] if bag_ids is not None else b
         extra = f", {score_name} {float(scores[int(j)]):+.2f}" if scores is not None else ""
-        ax.plot(np.asarray(bags[b])[i], lw=0.8, label=f"prototype {int(j) + 1}: bag {name}, instance {i}{extra}")
+        values = np.asarray(bags[b], dtype=np.float64)[i:i + 1]
+        if standardized:
+            values = clf.standardizer_.transform_instances(values)
+        ax.plot(values[0], lw=0.8, label=f"prototype {int(j) + 1}: bag {name}, instance {i}{extra}")
     ax.set_xlabel("feature")
-    ax.set_ylabel("value (raw)")
+    ax.set_ylabel(f"value ({clf.standardizer_.mode}-standardised, as the model sees it)" if standardized
+                  else "value (raw)")
     ax.legend(fontsize=7, loc="upper right")
     ax.set_title("the real instances behind the prototypes")
     return fig
