@@ -30,6 +30,21 @@ from minitorch_proto.evaluation.ladder import LADDER_STEPS, NESTED_STEP, ladder_
 NESTED_METHOD = "prototype (tuned ensemble)"  # methods.PROTOTYPE_BEST
 
 
+def check_same_folds(results: pd.DataFrame, folds: dict, source: str) -> None:
+    """Refuse rows read from ``source`` that were not made on ``folds`` (another --seed or --repeats):
+    the table pairs rungs fold by fold, and rows of other folds would pair silently."""
+    for name, fs in folds.items():
+        want = {(f.repeat, f.fold): (f.seed, len(f.train), len(f.test)) for f in fs}
+        rows = results[results.dataset == name]
+        got = zip(zip(rows.repeat, rows.fold), zip(rows.seed, rows.n_train, rows.n_test))
+        bad = [(key, have) for key, have in got if want.get(key) != tuple(int(v) for v in have)]
+        if bad:
+            (rep, fold), have = bad[0]
+            raise SystemExit(f"error: {source}: {name} repeat {rep} fold {fold} has (model seed, n_train, n_test) "
+                             f"{tuple(int(v) for v in have)}, not {want.get((rep, fold))} of these folds: run with "
+                             "the same --repeats and --seed.")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--datasets", nargs="+", default=["musk1", "musk2", "fox", "tiger", "elephant"])
@@ -56,6 +71,7 @@ def main(argv=None) -> int:
         missing = [(n, s) for n in args.datasets for s in steps if (n, s) not in have]
         if missing:
             raise SystemExit(f"error: {' '.join(args.fixed_from)} lack rungs {missing}.")
+        check_same_folds(results, folds, " ".join(args.fixed_from))
     else:
         results = run_ladder({n: (d.bags, d.y) for n, d in data.items()}, folds, steps=steps,
                              progress=lambda s: print(f"[{time.perf_counter() - t0:6.0f} s] {s}", file=sys.stderr,
@@ -71,6 +87,7 @@ def main(argv=None) -> int:
         missing = set(args.datasets) - set(nested.dataset)
         if missing:
             raise SystemExit(f"error: {args.nested_from} has no {NESTED_METHOD!r} rows for {sorted(missing)}.")
+        check_same_folds(nested, folds, args.nested_from)
         nested["method"] = NESTED_STEP
         results = pd.concat([results, nested[results.columns]], ignore_index=True)
     table = ladder_table(results)
@@ -81,8 +98,10 @@ def main(argv=None) -> int:
         command = "python benchmarks/run_ladder.py " + shlex.join(sys.argv[1:] if argv is None else argv)
         extra = {}
         if args.fixed_from:
+            # Each file's data sets as they are in it, so the recorded commands run as written.
             command = "".join(f"python benchmarks/run_ladder.py --repeats {args.repeats} --seed {args.seed} --no-nested "
-                              f"--datasets <data sets> --results-out {shlex.quote(f)}; " for f in args.fixed_from) + command
+                              f"--datasets {' '.join(_datasets_in(f, args.datasets))} --results-out {shlex.quote(f)}; "
+                              for f in args.fixed_from) + command
         if args.nested_from:
             # The nested rung came from an earlier run: name it too (folder shown as given, relative).
             command = (f"minitorch-proto reproduce --methods prototype-best --repeats {args.repeats} --seed {args.seed} "
@@ -90,13 +109,20 @@ def main(argv=None) -> int:
             timings = pd.read_csv(Path(args.nested_from) / "timings.csv")
             extra["nested_wall_seconds"] = round(float(timings["wall_seconds"].sum()))
         what = f"{args.repeats} x 10-fold CV, {', '.join(args.datasets)}" + (f"; {args.note}" if args.note else "")
+        # Rows read from --fixed-from were timed where they ran (fit_seconds), not here.
         write_frozen(results, "ladder_results", command=command, description=f"Ladder per-fold results ({what})",
-                     wall_seconds=round(time.perf_counter() - t0), **extra)
+                     wall_seconds=None if args.fixed_from else round(time.perf_counter() - t0), **extra)
         write_frozen(table, "ladder_table", command=command, description=f"Ladder table ({what})")
         if args.nested_from:
             write_frozen(choices, "ladder_choices", command=command,
                          description=f"Settings each outer fold's nested search chose ({what})")
     return 0
+
+
+def _datasets_in(path: str, wanted: list[str]) -> list[str]:
+    """The data sets of ``wanted`` that a --fixed-from file holds, in ``wanted``'s order."""
+    held = set(pd.read_csv(path, usecols=["dataset"])["dataset"])
+    return [n for n in wanted if n in held]
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ classifier whose regularisation is chosen rather than guessed:
   features of the training bags as an L1 or L2 logistic regression whose strength
   is chosen by stratified inner folds of those bags only (scikit-learn's
   ``LogisticRegressionCV``). With the prototypes fixed this is a convex problem:
-  no learning rate, no epochs, one global optimum per strength. The features are
+  no learning rate, no epochs, one optimal objective value per strength (the weights
+  themselves are not unique when columns repeat, see below). The features are
   standardised inside the fit and the scaling folded back into the weights, so the
   result is an ordinary ``weight``/``bias`` pair of the model's head.
 
@@ -35,6 +36,23 @@ What the recommended model (:data:`RECOMMENDED`) is in practice, measured by an 
   so ensembles at neighbouring ``random_state`` share a member.
 * ``class_weight`` weighs the loss and not the standardisation or a dict's inner accuracy, so it is
   close to, not equal to, duplicating bags.
+* **The two-class head penalises its intercept.** liblinear (the solver for two classes) fits the
+  bias as the weight of a constant feature of value 1 (scikit-learn's ``intercept_scaling=1``), so
+  the penalty reaches it: ``b**2 / 2`` under L2, ``|b|`` under L1, in the standardised units. At
+  strong penalties this pulls the probabilities towards 0.5 rather than towards the class
+  frequencies (an audit: an L1 head at C = 0.01 on 33 against 87 bags ended with bias 0 and every
+  probability near 0.5; L2 at C = 0.01 gave a mean probability of .55 where the classes give .725).
+  With three or more classes (lbfgs, saga) the intercept is free, so the objective differs with
+  the number of classes. MILES's head has the same property (:mod:`~minitorch_proto.baselines.miles`).
+  Kept: the frozen tables measured this form; on Musk1 (1 x 10) a nearly free bias changed the chosen
+  strength in most folds and accuracy .889 -> .900, AUC .960 -> .940, noise-sized either way.
+* **Repeated columns share their weight arbitrarily.** With more prototypes than distinct instances
+  (above) some columns are identical; under L1 only their sum is determined, and how it splits
+  between them depends on the solver's seed. Read a duplicated prototype's weight together with its
+  twins' (``prototype_sources_`` names the same instance).
+* A feature whose spread over the training bags is below 1e-12 is treated as constant and gets
+  weight 0, whatever its units: a similarity ``exp(-d**2 / sigma**2)`` of a far prototype can be
+  that small everywhere and is then dropped.
 * For more than two classes an L1 head needs scikit-learn's saga solver, which is slow at these
   widths (a 60-bag head of 4,096 features ran over 85 s where two classes take 0.6 s); a warning
   says so, and ``head_penalty="l2"`` (lbfgs) or fewer prototypes is quicker.
@@ -194,7 +212,8 @@ def fit_convex_head(
     class_weight : None, "balanced" or dict {encoded class: weight}, default=None
         As in scikit-learn.
     random_state : int, default=0
-        Seeds the inner folds (repeat ``r`` uses ``random_state + r``) and the solver.
+        Seeds the inner folds (repeat ``r`` uses ``random_state + r``) and the solver (any integer;
+        it is taken into numpy's seed range as :func:`~minitorch_proto.validation.derived_seed` does).
     threshold : {"fixed", "inner"}, default="fixed"
         "fixed": the positive class wins above probability 0.5. "inner" (two classes only):
         the cut of the decision value with the best accuracy (balanced accuracy with
@@ -256,6 +275,7 @@ def fit_convex_head(
     # Repeat 0 is the one partition a single draw uses, so repeats=1 is unchanged.
     partitions = [list(StratifiedKFold(k, shuffle=True, random_state=derived_seed(int(random_state) + r)).split(X, y))
                   for r in range(int(repeats))]
+    solver_seed = derived_seed(int(random_state))  # the same number below numpy's limit, so no fit changes
     fits = []
     with warnings.catch_warnings():
         # Extreme strengths may stop early; that only lowers their inner score.
@@ -264,7 +284,7 @@ def fit_convex_head(
             lr = LogisticRegressionCV(
                 Cs=list(Cs), cv=[split for part in partitions for split in part],
                 l1_ratios=(1.0 if penalty == "l1" else 0.0,), solver=solver, scoring=score_name,
-                class_weight=class_weight, max_iter=5000, random_state=int(random_state), use_legacy_attributes=False,
+                class_weight=class_weight, max_iter=5000, random_state=solver_seed, use_legacy_attributes=False,
             )
             lr.fit(Z[:, cols], y)
             # The mean inner score at the strength LogisticRegressionCV chose (its best).
@@ -278,7 +298,7 @@ def fit_convex_head(
             from sklearn.model_selection import cross_val_predict
 
             one = LogisticRegression(C=C, l1_ratio=1.0 if penalty == "l1" else 0.0, solver=solver,
-                                     class_weight=class_weight, max_iter=5000, random_state=int(random_state))
+                                     class_weight=class_weight, max_iter=5000, random_state=solver_seed)
             scores = [cross_val_predict(one, Z[:, cols], y, cv=part, method="decision_function")
                       for part in partitions]
             cut = best_cut(np.concatenate(scores), np.tile(y, len(partitions)), balanced=class_weight == "balanced")

@@ -510,3 +510,22 @@ def test_a_head_over_three_classes_is_solved_quickly_in_l2_and_warned_about_in_l
     assert (np.argmax(X @ head.weight.T + head.bias, axis=1) == y).mean() > 0.9
     with pytest.warns(RuntimeWarning, match="saga, which can take minutes"):
         fit_convex_head(X[:12], y[:12], 3, penalty="l1", Cs=[1.0], inner_folds=2)
+
+
+def test_the_two_class_head_penalises_its_intercept_as_its_docstring_says():
+    # liblinear fits the bias as the weight of a constant feature: at its optimum the bias in the head's
+    # standardised units, b_z, balances the loss's gradient, b_z + C * sum(p - y) = 0 (a free bias would
+    # make sum(p - y) = 0), and a strong penalty pulls the probabilities towards 0.5.
+    rng = np.random.default_rng(0)
+    y = np.r_[np.zeros(33, int), np.ones(87, int)]
+    X = rng.normal(size=(120, 30)) + 0.3 * y[:, None] * (np.arange(30) < 3)
+    C = 0.01
+    head = fit_convex_head(X, y, 2, penalty="l2", Cs=[C], random_state=0)
+    w, b = head.weight[0], float(head.bias[0])
+    p = 1 / (1 + np.exp(-(X @ w + b)))
+    b_z = b + w @ X.mean(0)  # the logit at the mean feature vector: the bias in standardised units
+    assert C * (p - y).sum() == pytest.approx(-b_z, abs=1e-3)
+    assert abs((p - y).sum()) > 10 and p.mean() < y.mean() - 0.1
+    # Any integer seed is taken into the solver's range (2**32 had failed in scikit-learn).
+    big = fit_convex_head(X, y, 2, penalty="l2", Cs=[C], random_state=2**32)
+    np.testing.assert_allclose(big.weight, head.weight, atol=1e-8)

@@ -300,3 +300,24 @@ def test_a_search_on_too_few_bags_names_its_own_setting():
     y[:2] = 1  # two positive bags: SMALL's two inner folds fit, three do not
     with pytest.raises(ValueError, match=r"SearchBudget\(inner_folds=3\) needs; lower inner_folds"):
         HalvingSearch(SearchBudget(n_candidates=2, factor=2, max_epochs=2, eval_every=1, inner_folds=3)).fit(bags, y)
+
+
+def test_the_ladder_script_refuses_rows_of_other_folds():
+    # --fixed-from and --nested-from rows are paired fold by fold; rows of another --seed had paired silently.
+    import importlib.util
+    from pathlib import Path
+
+    from minitorch_proto.book.frozen import load_frozen
+    from minitorch_proto.data import load_benchmark
+    from minitorch_proto.evaluation.cv import stratified_folds
+
+    spec = importlib.util.spec_from_file_location(
+        "run_ladder", Path(__file__).resolve().parents[1] / "benchmarks" / "run_ladder.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rows = load_frozen("ladder_results")
+    rows = rows[(rows.dataset == "musk1") & (rows.method == "paper")]
+    folds = {"musk1": stratified_folds(load_benchmark("musk1", download=False).y, 5, 10, random_state=0)}
+    script.check_same_folds(rows, folds, "frozen")  # the frozen rows are of these folds
+    with pytest.raises(SystemExit, match="musk1 repeat 1 fold 1 has .* not .* run with the same --repeats and --seed"):
+        script.check_same_folds(rows.assign(seed=rows.seed + 7), folds, "shifted.csv")
