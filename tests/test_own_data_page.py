@@ -88,3 +88,18 @@ def test_slide_count_is_checked_by_its_parameter_name():
     for bad in (3, 5.5, True, "60"):
         with pytest.raises(ValueError, match="^slide_count must be a whole number of at least 6"):
             check_slide_count(bad, "slide_count")
+
+
+def test_the_paired_sentence_and_the_spike_count_read_what_they_say():
+    from minitorch_proto.book import loss_spikes, paired_fold_sentence
+
+    rows = pd.DataFrame({"method": ["a"] * 3 + ["b"] * 3, "repeat": [1] * 6, "fold": [1, 2, 3] * 2,
+                         "accuracy": [0.9, 0.8, 0.7, 0.8, 0.8, 0.9]})
+    text = paired_fold_sentence(rows, "a", "b", {"a": "prototype model", "b": "bag statistics"})
+    assert text == ("On this data the prototype model's mean accuracy is 0.800 against 0.833 for bag statistics: "
+                    "a paired difference of -0.033 (standard deviation over folds 0.153); it is ahead on 1, "
+                    "level on 1 and behind on 1 of 3 folds.")
+    with pytest.raises(ValueError, match="not run on the same folds"):
+        paired_fold_sentence(rows.iloc[:5], "a", "b")
+    history = [{"cross_entropy": v} for v in (1.0, 0.5, 1.2, 1.0, 0.1, 0.25)]
+    assert loss_spikes(history) == 2  # 0.5 -> 1.2 and 0.1 -> 0.25

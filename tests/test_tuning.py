@@ -321,3 +321,22 @@ def test_the_ladder_script_refuses_rows_of_other_folds():
     script.check_same_folds(rows, folds, "frozen")  # the frozen rows are of these folds
     with pytest.raises(SystemExit, match="musk1 repeat 1 fold 1 has .* not .* run with the same --repeats and --seed"):
         script.check_same_folds(rows.assign(seed=rows.seed + 7), folds, "shifted.csv")
+
+
+def test_page_08_s_wide_ladder_table_and_choice_counts():
+    import pandas as pd
+
+    from minitorch_proto.book import ladder_wide_table, search_choice_counts
+    from minitorch_proto.evaluation.ladder import ladder_table
+
+    rows = [dict(dataset=d, method=m, repeat=r, fold=f, accuracy=a + 0.01 * f + 0.02 * r, fit_seconds=1.0)
+            for d in ("fox", "musk1") for m, a in (("paper", 0.5), ("+ rates", 0.6)) for r in (1, 2) for f in (1, 2)]
+    table = ladder_table(pd.DataFrame(rows))
+    wide = ladder_wide_table(table, {"musk1": "Musk1", "fox": "Fox"})
+    assert list(wide.columns) == ["Musk1", "Fox", "seconds (all five)"] and list(wide.index) == ["paper", "+ rates"]
+    assert wide.loc["paper", "Musk1"] == "0.545 ± 0.010"
+    assert wide.loc["+ rates", "Fox"] == "0.645 ± 0.010 (+0.100 ± 0.000)"
+    assert wide.loc["+ rates", "seconds (all five)"] == 8.0
+    choices = pd.DataFrame({"dataset": ["musk1"] * 3 + ["fox"], "distance": ["cosine", "cosine", "euclidean", "cosine"]})
+    counts = search_choice_counts(choices, ["distance"], {"musk1": "Musk1", "fox": "Fox"})
+    assert counts.loc["distance", "Musk1"] == "cosine (2), euclidean (1)" and counts.loc["distance", "Fox"] == "cosine (1)"

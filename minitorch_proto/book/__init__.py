@@ -12,6 +12,7 @@ module                what it holds
 ``unit_test_table``   the MIL algorithmic unit tests run for every model of the package
 ``toy_snapshots``     prototypes recorded while a model trains on toy bags
 ``own_data``          the own-data page's CSV and held-out bags, checked before any training
+``ladder_page``       the ladder page's tables of the frozen ladder and of the search's choices
 ``pathology_page``    registered methods on the UCSB breast-cancer bags (the own-data page)
 ``slide_maps``        toy whole slides and evidence heatmaps (the own-data page)
 ``fitting``           what those drivers share (a fit with a per-epoch callback, the objective)
@@ -27,10 +28,11 @@ estimators), so notebooks stay short and the logic stays testable.
 from __future__ import annotations
 
 # Each module's __all__ is the one list of its public names; the package re-exports them.
-from . import (fitting, frozen, mnist_prototypes, own_data, params, pathology_page, ranking, slide_maps,
+from . import (fitting, frozen, ladder_page, mnist_prototypes, own_data, params, pathology_page, ranking, slide_maps,
                toy_snapshots, unit_test_table, verdicts)
 from .fitting import *  # noqa: F403
 from .frozen import *  # noqa: F403
+from .ladder_page import *  # noqa: F403
 from .mnist_prototypes import *  # noqa: F403
 from .own_data import *  # noqa: F403
 from .params import *  # noqa: F403
@@ -53,4 +55,5 @@ __all__ = [
     *slide_maps.__all__,
     *params.__all__,
     *own_data.__all__,
+    *ladder_page.__all__,
 ]

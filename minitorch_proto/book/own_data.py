@@ -11,11 +11,12 @@ import os
 from typing import Sequence
 
 import numpy as np
+import pandas as pd
 
 from ..data import BagDataset, load_bags_csv
 from ..evaluation.cv import stratified_folds
 
-__all__ = ["HELD_OUT_FOLDS", "load_own_bags"]
+__all__ = ["HELD_OUT_FOLDS", "load_own_bags", "paired_fold_sentence", "loss_spikes"]
 
 #: With no held-out file, one fold of this many (a stratified quarter of the bags) is set aside.
 HELD_OUT_FOLDS = 4
@@ -88,3 +89,26 @@ def load_own_bags(csv_path: str | os.PathLike, new_csv_path: str | os.PathLike |
                          f"classes {classes.tolist()}.")
     return ds, new
 
+
+
+def paired_fold_sentence(results: pd.DataFrame, method: str, baseline: str, names: dict | None = None) -> str:
+    """Where ``method`` stands against ``baseline`` fold by fold, from ``cross_validate`` rows of both
+    on the same folds: the two mean accuracies, the mean paired difference and its standard
+    deviation over folds, and on how many folds each is ahead."""
+    acc = results.pivot_table(index=["repeat", "fold"], columns="method", values="accuracy")
+    if acc[[method, baseline]].isna().any().any():
+        raise ValueError(f"{method!r} and {baseline!r} were not run on the same folds.")
+    diff = acc[method] - acc[baseline]
+    name = (names or {}).get(baseline, baseline)
+    spread = f"standard deviation over folds {diff.std(ddof=1):.3f}" if len(diff) > 1 else "one fold"
+    return (f"On this data the {(names or {}).get(method, method)}'s mean accuracy is {acc[method].mean():.3f} "
+            f"against {acc[baseline].mean():.3f} for {name}: a paired difference of {diff.mean():+.3f} ({spread}); "
+            f"it is ahead on {int((diff > 0).sum())}, level on {int((diff == 0).sum())} and behind on "
+            f"{int((diff < 0).sum())} of {len(diff)} folds.")
+
+
+def loss_spikes(history: Sequence[dict], factor: float = 2.0) -> int:
+    """Epochs whose mean cross-entropy is more than ``factor`` times the epoch before's (a fit's
+    ``history_``): the isolated upward jumps page 07 counts."""
+    ce = np.array([row["cross_entropy"] for row in history], dtype=np.float64)
+    return int((ce[1:] > factor * ce[:-1]).sum())
