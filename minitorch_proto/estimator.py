@@ -323,10 +323,11 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         train_sets : sequence of (bags, y)
-        random_states : one seed per training set (copies of this estimator), or
-        estimators : unfitted :class:`PrototypeMILClassifier` copies, one per training set
-        n_jobs : worker processes for the convex heads, shared by every training set's members and fitted while
-            the next set is pushed (:class:`~minitorch_proto.convex_head.HeadWorkers`); the same result for any value
+        random_states : sequence of int, optional (one seed per training set, for copies of this estimator)
+        estimators : sequence of unfitted PrototypeMILClassifier, optional (one per training set, instead)
+        n_jobs : int, default=1
+            Worker processes for the convex heads, shared by every training set's members and fitted while
+            the next set is pushed (:class:`~minitorch_proto.convex_head.HeadWorkers`); the same result for any value.
 
         Returns
         -------
@@ -608,9 +609,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         FileNotFoundError
             If there is no file at ``path``.
         ModelFileError
-            (a ``ValueError``) with a one-line message if the file is damaged
-            (checksum), not a model file, unsafe (a pickle that would need code to
-            run) or holds another estimator.
+            (a ``ValueError``) with a one-line message if the file is damaged (checksum), not a
+            model file, unsafe (a pickle that would need code to run) or holds another estimator.
         """
         return load_estimator(cls, path)
 

@@ -434,8 +434,8 @@ def instance_scores(clf: Any, bag: np.ndarray, method: str = "reference", *,
         Raw units.
     method : {"share", "reference", "shapley", "removal", "singleton"}, default="reference"
         ``"share"``: :func:`~minitorch_proto.evaluation.explain.explain_bag`'s share (measured from
-        distance 0); ``"reference"`` and ``"shapley"``: :func:`instance_evidence` with
-        ``split="attaining"`` or ``"shapley"`` (need ``reference``);
+        distance 0); ``"reference"`` (the default) and ``"shapley"``: :func:`instance_evidence` with
+        ``split="attaining"`` or ``"shapley"``, which need ``reference`` (without it, use ``"removal"``);
         ``"removal"``: :func:`removal_evidence`; ``"singleton"``: the logit of the bag holding the
         instance alone (the score of ``benchmarks/mnist_localisation.py``).
     reference : optional

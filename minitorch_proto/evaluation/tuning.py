@@ -475,7 +475,8 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, budget: SearchBudget | None = None, grid: dict[str, Sequence] | None = None,
-                 random_state: int | None = 0, backend: str = "auto", device: str = "cpu") -> None:
+                 random_state: int | np.random.RandomState | np.random.Generator | None = 0,
+                 backend: str = "auto", device: str = "cpu") -> None:
         self.budget = budget
         self.grid = grid
         self.random_state = random_state

@@ -152,6 +152,7 @@ def plot_prototype_sources(
     scores : sequence of float, optional
         One value per prototype of the model (e.g.
         :func:`~minitorch_proto.evaluation.closeness_coefficients`), shown in the legend as ``score_name``.
+    score_name : str, default="coefficient"
     standardized : bool, default=False
         Draw the instances as the model compares them, through its fitted ``standardizer_``, instead
         of in raw units (where a few large-valued features can flatten all the others).

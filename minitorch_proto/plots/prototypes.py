@@ -277,7 +277,7 @@ def plot_bag_explanation(
     reference: np.ndarray | Sequence[np.ndarray] | None = None,
     split: str = "shapley",
 ) -> Figure:
-    """Instances of one bag ranked by their share of the logit (see :func:`explain.explain_bag`).
+    """Instances of one bag ranked by their share of the logit (see :func:`~minitorch_proto.evaluation.explain_bag`).
 
     With ``reference`` (the training bags, or ``evidence_reference`` of them) the bars are the
     instances' evidence against that reference instead

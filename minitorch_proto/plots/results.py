@@ -254,7 +254,8 @@ def plot_comparison(results: pd.DataFrame, *, fig: Figure | None = None) -> Figu
     Parameters
     ----------
     results : DataFrame
-        Per-fold rows (:func:`minitorch_proto.evaluation.comparison.compare_methods`).
+        Per-fold rows of several methods on the same folds: :func:`~minitorch_proto.evaluation.cross_validate`
+        rows of each, concatenated (a ``method`` column tells them apart), as ``minitorch-proto compare`` writes.
         The bar is the standard error over repetition means when there are several
         repetitions, else the standard deviation over folds; the axis label says which.
     fig : optional
