@@ -62,7 +62,7 @@ def paper_configs(dataset: str, epochs: int | None = None) -> tuple[PrototypeMIL
         n_prototypes=s["n_prototypes"], lambda_p=s["lambda_p"], lambda_d=s["lambda_d"], lambda_w=s["lambda_w"]
     )
     train = TrainConfig(
-        epochs=int(epochs or s["epochs"]),
+        epochs=s["epochs"] if epochs is None else epochs,  # 0 is refused by TrainConfig, not read as "the default"
         batch_size=s["batch_size"],
         lr_classifier=TABLE1[key]["lr_classifier"],
         lr_prototypes=TABLE1[key]["lr_prototypes"],

@@ -32,6 +32,12 @@ def test_the_digit_like_bar_is_three_quarters_of_k():
 
     table = pd.DataFrame({"target": [9], "seed": [0], "digit_like": [True], "test_auc": [0.9]})
     assert "at least 4 of 5" in mnist_sweep_verdict(table, k=5)  # it read "at least 6 of 5"
+    # The bar printed is the bar tested: 0.9 of 5 runs needs 5 (round(4.5) had printed "4/5" beside "misses").
+    five = pd.DataFrame({"target": [9] * 5, "seed": range(5), "digit_like": [True] * 4 + [False],
+                         "test_auc": [0.9] * 5})
+    assert "4 of 5 runs" in mnist_sweep_verdict(five) and "(misses the bar of 5/5 and 0.85)" in mnist_sweep_verdict(five)
+    assert "(meets the bar of 9/10 and 0.85)" in mnist_sweep_verdict(
+        pd.concat([five, five.assign(seed=five.seed + 5, digit_like=True)]))
 
 
 def test_output_folder_is_made_before_any_work_or_refused_in_one_line(tmp_path, monkeypatch):
@@ -51,3 +57,13 @@ def test_output_folder_is_made_before_any_work_or_refused_in_one_line(tmp_path, 
         locked.mkdir(mode=0o500)
         with pytest.raises(ValueError, match="is not writable"):
             output_folder(locked, "x")
+
+
+def test_seed_spans_and_seed_parameters():
+    from minitorch_proto.book import seed_span
+
+    assert seed_span(range(10)) == "0-9" and seed_span([7, 0]) == "0, 7" and seed_span([3]) == "3"
+    assert seed_span([0, 1]) == "0, 1" and seed_span([0, 1, 2, 5]) == "0, 1, 2, 5"
+    assert as_choices("[0, 1]", "sweep_seeds", range(2**32)) == [0, 1]
+    with pytest.raises(ValueError, match=r"^parameter sweep_seeds: unknown \['0,1'\]"):
+        as_choices("0,1", "sweep_seeds", range(2**32))

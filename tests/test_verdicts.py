@@ -66,7 +66,15 @@ def test_selection_verdict_measures_the_gain():
     s = summary([("musk1", "c", "final", 0.54, 0.02, 0.1), ("musk1", "c", "test_selected", 0.73, 0.02, 0.1),
                  ("fox", "c", "final", 0.58, 0.02, 0.1), ("fox", "c", "test_selected", 0.62, 0.02, 0.1)])
     text = selection_verdict(s, method="c", display={"musk1": "Musk1"})
-    assert "+0.04 to +0.19" in text and "Musk1" in text
+    assert "raises the accuracy by +0.04 to +0.19 (most on Musk1)" in text
+    # It chooses by test AUC, so accuracy can fall; one data set has no "most"; nothing chosen, nothing claimed.
+    fox = summary([("fox", "c", "final", 0.545, 0.02, 0.1), ("fox", "c", "test_selected", 0.49, 0.02, 0.1)])
+    assert "lowers the accuracy by 0.06 (on Fox);" in selection_verdict(fox, method="c", display={"fox": "Fox"})
+    same = summary([("fox", "c", "final", 0.5, 0.02, 0.1), ("fox", "c", "test_selected", 0.5, 0.02, 0.1)])
+    assert selection_verdict(same, method="c").startswith("Letting the test fold choose the epoch changed no accuracy")
+    mixed = s.assign(accuracy_mean=[0.54, 0.73, 0.58, 0.50])
+    assert "changes the accuracy by -0.08 to +0.19 (most on Musk1)" in selection_verdict(
+        mixed, method="c", display={"musk1": "Musk1"})
 
 
 def test_ablation_verdict_names_best_and_worst_and_the_gap():

@@ -8,11 +8,12 @@ same for ``out_dir``.
 """
 from __future__ import annotations
 
+import numbers
 import os
 from pathlib import Path
 from typing import Any, Iterable
 
-__all__ = ["as_choices", "method_keys", "output_folder"]
+__all__ = ["as_choices", "method_keys", "output_folder", "seed_span"]
 
 
 def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower: bool = False) -> list:
@@ -47,10 +48,15 @@ def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower:
     if not values:
         raise ValueError(f"parameter {name} is empty; give at least one value.")
     if allowed is not None:
-        allowed = list(allowed)
-        unknown = [v for v in values if v not in allowed]
+        if isinstance(allowed, range):  # seeds, digits: checked by arithmetic, named by their bounds
+            unknown = [v for v in values if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v not in allowed]
+            valid = f"whole numbers from {allowed.start} to {allowed.stop - 1}"
+        else:
+            allowed = list(allowed)
+            unknown = [v for v in values if v not in allowed]
+            valid = str(allowed)
         if unknown:
-            raise ValueError(f"parameter {name}: unknown {unknown}; valid values are {allowed}.")
+            raise ValueError(f"parameter {name}: unknown {unknown}; valid values are {valid}.")
     return values
 
 
@@ -105,3 +111,11 @@ def output_folder(out_dir: str | os.PathLike | None, page: str) -> Path:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ValueError(f"parameter out_dir: the folder {str(folder)!r} is not writable.")
     return folder
+
+
+def seed_span(seeds) -> str:
+    """Seeds as a reader would write them: ``"0-9"`` when they run without a gap, else ``"0, 7"``."""
+    seeds = sorted({int(s) for s in seeds})
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))

@@ -181,9 +181,20 @@ def selection_verdict(
     if not common:
         raise ValueError(f"no data set has both the {honest!r} and the {selected!r} evaluation.")
     gain = (b[common] - a[common]).to_numpy(dtype=float)
-    best = common[int(np.argmax(gain))]
-    return (f"Letting the test fold choose the epoch raises the accuracy by {format_span(gain, signed=True)} "
-            f"(most on {(display or {}).get(best, best)}); that part of a score is not an estimate for new data.")
+    name = (display or {}).get
+    tail = "that part of a score is not an estimate for new data."
+    if np.allclose(gain, 0.0):  # e.g. fewer epochs than the first checkpoint: nothing was chosen
+        return f"Letting the test fold choose the epoch changed no accuracy here; {tail}"
+    # It chooses by test AUC, so the accuracy it reports can also fall: say which way it moved.
+    verb = "raises" if (gain >= 0).all() else "lowers" if (gain <= 0).all() else "changes"
+    where = ""
+    if len(common) > 1:
+        top = common[int(np.argmax(np.abs(gain)))]
+        where = f" (most on {name(top, top)})"
+    elif common:
+        where = f" (on {name(common[0], common[0])})"
+    shown = format_span(np.abs(gain)) if verb == "lowers" else format_span(gain, signed=True)
+    return f"Letting the test fold choose the epoch {verb} the accuracy by {shown}{where}; {tail}"
 
 
 def ablation_verdict(
