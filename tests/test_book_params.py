@@ -67,3 +67,11 @@ def test_seed_spans_and_seed_parameters():
     assert as_choices("[0, 1]", "sweep_seeds", range(2**32)) == [0, 1]
     with pytest.raises(ValueError, match=r"^parameter sweep_seeds: unknown \['0,1'\]"):
         as_choices("0,1", "sweep_seeds", range(2**32))
+
+
+def test_epochs_zero_is_refused_not_read_as_the_default():
+    from minitorch_proto import paper_configs
+
+    assert paper_configs("musk1")[1].epochs == 100 and paper_configs("musk1", epochs=3)[1].epochs == 3
+    with pytest.raises(ValueError, match="epochs must be >= 1, got 0"):
+        paper_configs("musk1", epochs=0)  # it had trained 100 epochs under a page that said 0

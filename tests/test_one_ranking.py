@@ -86,6 +86,10 @@ def test_tied_rows_share_the_better_place_and_the_verdict_agrees():
     ranks = table["average rank"].dropna()
     assert "best average rank" in ranking_verdict(ranks, "attention MIL")
     assert "places 3 of 3" in ranking_verdict(ranks, "MILES")
+    # A tie at the top is said, so two sentences do not each call their method "best" alone.
+    tied = pd.Series({"a": 1.5, "b": 1.5, "c": 3.0})
+    assert ranking_verdict(tied, "a") == "A has the best average rank (1.5, shared with b) of the 3 methods measured."
+    assert ranking_verdict(pd.Series({"a": 1.0}), "a") == "A was the only method measured, so it has no rank among others."
     assert _errors("MILES places 3 of 3 by average rank; attention MIL is first.", table) == []
 
 

@@ -452,6 +452,12 @@ def test_unit_test_summaries_refuse_repeated_seeds_and_count_only_models_run_on_
     rows = [row("A", t, s, 0.9) for t in ("t1", "t2", "t3") for s in (0, 1)] + [row("B", "t1", s, 0.9) for s in (0, 1)]
     verdict = unit_test_verdict(summarize_unit_tests(pd.DataFrame(rows)))
     assert verdict.startswith("1 of 2 models pass all 3 tests") and verdict.endswith(": A.")
+    one = unit_test_verdict(summarize_unit_tests(pd.DataFrame([row("B", "t1", 0, 0.2)])))
+    assert one == "0 of 1 model passes the one test on its one seed."  # "0 of 1 models pass all 1 tests ..."
+    from minitorch_proto.evaluation.mil_unit_tests import unit_test_pass_table
+
+    cell = unit_test_pass_table(summarize_unit_tests(pd.DataFrame([row("B", "t1", 0, 0.2)]))).iloc[0, 0]
+    assert cell == "fail 0/1: acc 0.20, AUC 0.20"  # one seed has no spread (it read "± 0.00")
     assert list(background_counts("single_concept", [0]).index) == [("single_concept", "train"),
                                                                   ("single_concept", "test")]
 

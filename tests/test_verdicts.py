@@ -39,6 +39,8 @@ def test_reproduction_verdict_says_not_reproduced_with_the_measured_gap():
     assert "0.13 to 0.16 below" in text  # 0.908-0.774 = 0.134, 0.691-0.534 = 0.157
     assert "Musk1" not in text and "musk1" in text
     assert "Musk1" in reproduction_verdict(s, REPORTED, method="p", display={"musk1": "Musk1"})
+    one = reproduction_verdict(s[s.dataset == "musk1"], REPORTED, method="p", display={"musk1": "Musk1"})
+    assert "0.13 below the reported one on Musk1 (" in one and "every data set" not in one
 
 
 def test_reproduction_verdict_says_reproduced_when_within_tolerance():

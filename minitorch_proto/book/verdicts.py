@@ -142,7 +142,8 @@ def reproduction_verdict(
     failed = [d for d, ok in zip(names, within) if not ok]
     head = "was **not reproduced**" if n_ok == 0 else f"was reproduced on {n_ok} of {n} data sets only"
     if below.all():
-        size = f"the measured accuracy is {format_span(-gaps_arr)} below the reported one on every data set"
+        where = "on every data set" if n > 1 else f"on {_names(names, display)}"
+        size = f"the measured accuracy is {format_span(-gaps_arr)} below the reported one {where}"
     else:
         size = f"measured minus reported accuracy ranges over {format_span(gaps_arr, signed=True)}"
     return (f"The reported accuracy {head}: {size} (mean difference {gaps_arr.mean():+.2f}); "
@@ -242,7 +243,9 @@ def ablation_verdict(
             f"No setting raised accuracy (the best change is {per_setting[best]:+.3f}, {best})")
     loss = (f"the largest loss {per_setting[worst]:+.3f} ({worst})" if per_setting[worst] < 0 else
             f"none lowered it (the smallest change is {per_setting[worst]:+.3f}, {worst})")
-    text = (f"{gain} and {loss}, averaged over the data sets; {len(clear)} of {n_cells} measured changes are "
+    n_sets = rows["dataset"].nunique() if "dataset" in rows else 1
+    over = "averaged over the data sets" if n_sets > 1 else "on its one data set"
+    text = (f"{gain} and {loss}, {over}; {len(clear)} of {n_cells} measured changes are "
             f"larger than {z:g} standard errors.")
     if gap is None or not np.isfinite(gap):
         return text.split("; ")[0] + "." if brief else text
@@ -372,8 +375,12 @@ def ranking_verdict(
     ordered = ranks.sort_values()
     place = int((ordered < ordered[method]).sum()) + 1  # tied methods share the better place
     best = ordered.index[0]
+    if len(ordered) == 1:
+        return f"{names.get(method, method)} was the only method measured, so it has no rank among others."
     if place == 1:
-        return (f"{names.get(method, method)} has the best average rank ({ordered.iloc[0]:.1f}) "
+        tied = [m for m in ordered.index if m != method and np.isclose(ordered[m], ordered[method])]
+        share = (f", shared with {_names([names.get(m, m) for m in tied], None)}" if tied else "")
+        return (f"{names.get(method, method)} has the best average rank ({ordered.iloc[0]:.1f}{share}) "
                 f"of the {len(ordered)} methods measured.")
     return (f"{names.get(method, method)} places {place} of {len(ordered)} by average rank ({ordered[method]:.1f}); "
             f"{names.get(best, best)} is first ({ordered.iloc[0]:.1f}).")
@@ -491,8 +498,13 @@ def unit_test_verdict(summary: pd.DataFrame, display: Mapping[str, str] | None =
     # "all N tests" only for a model run on all of them: one that passed the one test it ran does not.
     good = [name(m) for m in per_model.index[per_model["all_passed"] & (per_model["n_tests"] == tests)]]
     seeds = int(per_model["n_seeds"].min())
-    head = (f"{len(good)} of {len(per_model)} models pass all {tests} tests on every one of "
-            f"{seeds if seeds == per_model['n_seeds'].max() else f'{seeds} or more'} seeds")
+    n_seeds = seeds if seeds == per_model["n_seeds"].max() else f"{seeds} or more"
+    # Plural and singular as counted: "1 model passes the 1 test on its 1 seed" reads as a sentence.
+    models = f"{len(good)} of {len(per_model)} models pass" if len(per_model) > 1 else \
+        f"{len(good)} of 1 model passes"
+    what = f"all {tests} tests" if tests > 1 else "the one test"
+    on = f"on every one of {n_seeds} seeds" if n_seeds != 1 else "on its one seed"
+    head = f"{models} {what} {on}"
     if good:
         return head + ": " + ", ".join(good) + "."
     return head + "."

@@ -103,7 +103,7 @@ def select_ablations(settings: Iterable[str] | None = None) -> list[Ablation]:
     Raises
     ------
     ValueError
-        If a name is not a setting of :data:`ABLATIONS`.
+        If a name is not a setting of :data:`ABLATIONS`, or the names hold no setting but the baseline.
     """
     if settings is None:
         return list(ABLATIONS)
@@ -111,6 +111,8 @@ def select_ablations(settings: Iterable[str] | None = None) -> list[Ablation]:
     unknown = wanted - {a.setting for a in ABLATIONS}
     if unknown:
         raise ValueError(f"unknown ablation setting(s) {sorted(unknown)}; see ABLATIONS for the names.")
+    if wanted <= {BASELINE}:  # the baseline alone has nothing to be compared with (it failed after training)
+        raise ValueError(f"settings names only the baseline {BASELINE!r}; add at least one other setting.")
     return [a for a in ABLATIONS if a.setting in wanted or a.setting == BASELINE]
 
 
@@ -178,8 +180,9 @@ def paired_deltas(results: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFra
     -------
     DataFrame
         Columns :data:`DELTA_COLUMNS`: ``delta`` is the mean over folds of (accuracy of the
-        setting minus accuracy of the baseline on the same fold), ``delta_se`` the standard
-        error of those differences (NaN for one fold).
+        setting minus accuracy of the baseline on the same fold), ``delta_se`` its standard
+        error: over the repetition means of those differences when there are several
+        repetitions, else over the folds (optimistic: folds share training bags; NaN for one fold).
 
     Raises
     ------
@@ -194,11 +197,18 @@ def paired_deltas(results: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFra
     paired["delta"] = paired["accuracy"] - paired["accuracy_baseline"]
     deltas = (
         paired.groupby(["group", "setting", "dataset"], sort=False)
-        .agg(accuracy=("accuracy", "mean"), delta=("delta", "mean"),
-             delta_se=("delta", lambda x: x.std(ddof=1) / np.sqrt(len(x)) if len(x) > 1 else np.nan),
-             n_folds=("delta", "size"))
+        .agg(accuracy=("accuracy", "mean"), delta=("delta", "mean"), n_folds=("delta", "size"))
         .reset_index()
     )
+    # The folds of one repetition share their training bags and are not independent: with several
+    # repetitions the SE is that of the repetition means (as every other table of the package);
+    # with one, over the folds, which is optimistic.
+    se = {}
+    for key, g in paired.groupby(["group", "setting", "dataset"], sort=False):
+        by_repeat = g.groupby("repeat")["delta"].mean()
+        x = by_repeat if len(by_repeat) > 1 else g["delta"]
+        se[key] = x.std(ddof=1) / np.sqrt(len(x)) if len(x) > 1 else np.nan
+    deltas["delta_se"] = [se[k] for k in zip(deltas["group"], deltas["setting"], deltas["dataset"])]
     return deltas[list(DELTA_COLUMNS)]
 
 

@@ -157,10 +157,13 @@ def unit_test_pass_table(summary: "pd.DataFrame", models: Sequence[str] | None =
     models, tests : the rows and columns in order (default: the summary's order); ones it lacks are left out
     names : shown names of the models (default: as given)
     """
-    cell = [f"{'PASS' if p else 'fail'} {k}/{n}: acc {a:.2f} ± {s:.2f}, AUC {u:.2f} ± {v:.2f}"
+    def spread(sd: float) -> str:  # one seed has no spread: leave it out rather than print ± 0.00
+        return "" if np.isnan(sd) else f" ± {sd:.2f}"
+
+    cell = [f"{'PASS' if p else 'fail'} {k}/{n}: acc {a:.2f}{spread(s)}, AUC {u:.2f}{spread(v)}"
             for p, k, n, a, s, u, v in zip(summary.passed, summary.seeds_passed, summary.n_seeds,
-                                           summary.accuracy_mean, summary.accuracy_std.fillna(0),
-                                           summary.auc_mean, summary.auc_std.fillna(0))]
+                                           summary.accuracy_mean, summary.accuracy_std,
+                                           summary.auc_mean, summary.auc_std)]
     wide = summary.assign(result=cell).pivot(index="model", columns="test", values="result")
     models = list(dict.fromkeys(summary.model)) if models is None else models
     tests = list(dict.fromkeys(summary.test)) if tests is None else tests
