@@ -75,3 +75,21 @@ def test_epochs_zero_is_refused_not_read_as_the_default():
     assert paper_configs("musk1")[1].epochs == 100 and paper_configs("musk1", epochs=3)[1].epochs == 3
     with pytest.raises(ValueError, match="epochs must be >= 1, got 0"):
         paper_configs("musk1", epochs=0)  # it had trained 100 epochs under a page that said 0
+
+
+def test_page_04_s_epochs_reach_every_paper_model_row_and_no_baseline():
+    # The page passed epochs and device to the row named "prototype" only; the command line's flags
+    # reach the variants too (FLAGGED_METHODS).
+    from types import SimpleNamespace
+
+    from minitorch_proto.book import method_keys, run_methods_on_benchmarks
+
+    from .conftest import make_concept_bags
+
+    bags, y = make_concept_bags(n_bags=16, seed=0)
+    methods = method_keys("prototype,prototype-compat,bag_stats", "methods")
+    rows = run_methods_on_benchmarks({"toy": SimpleNamespace(bags=bags, y=y)}, methods, repeats=1, folds=2,
+                                     epochs=2, device="cpu")
+    epochs = rows.groupby("method")["epoch"].max()
+    assert epochs["prototype"] == 2 and epochs["prototype-compat"] == 2
+    assert sorted(set(rows["method"])) == ["bag_stats", "prototype", "prototype-compat"]

@@ -11,6 +11,7 @@ module                what it holds
 ``mnist_prototypes``  the paper's MNIST-bags illustration: defaults, runs, the seed sweep
 ``unit_test_table``   the MIL algorithmic unit tests run for every model of the package
 ``toy_snapshots``     prototypes recorded while a model trains on toy bags
+``baselines_page``    the baselines page's live run (every method on the same folds)
 ``own_data``          the own-data page's CSV and held-out bags, checked before any training
 ``ladder_page``       the ladder page's tables of the frozen ladder and of the search's choices
 ``pathology_page``    registered methods on the UCSB breast-cancer bags (the own-data page)
@@ -28,8 +29,9 @@ estimators), so notebooks stay short and the logic stays testable.
 from __future__ import annotations
 
 # Each module's __all__ is the one list of its public names; the package re-exports them.
-from . import (fitting, frozen, ladder_page, mnist_prototypes, own_data, params, pathology_page, ranking, slide_maps,
-               toy_snapshots, unit_test_table, verdicts)
+from . import (baselines_page, fitting, frozen, ladder_page, mnist_prototypes, own_data, params, pathology_page,
+               ranking, slide_maps, toy_snapshots, unit_test_table, verdicts)
+from .baselines_page import *  # noqa: F403
 from .fitting import *  # noqa: F403
 from .frozen import *  # noqa: F403
 from .ladder_page import *  # noqa: F403
@@ -56,4 +58,5 @@ __all__ = [
     *params.__all__,
     *own_data.__all__,
     *ladder_page.__all__,
+    *baselines_page.__all__,
 ]
