@@ -93,3 +93,14 @@ def test_page_04_s_epochs_reach_every_paper_model_row_and_no_baseline():
     epochs = rows.groupby("method")["epoch"].max()
     assert epochs["prototype"] == 2 and epochs["prototype-compat"] == 2
     assert sorted(set(rows["method"])) == ["bag_stats", "prototype", "prototype-compat"]
+
+
+def test_count_parameters_are_whole_numbers_checked_by_name():
+    from minitorch_proto.book import count_param
+
+    assert count_param(10, "seeds") == 10 and count_param(2, "folds", 2) == 2
+    for bad in (0, [0, 3], 2.5, True, "10"):
+        with pytest.raises(ValueError, match="^parameter seeds is a count, a whole number of at least 1; got "):
+            count_param(bad, "seeds")
+    with pytest.raises(ValueError, match="at least 2; got 1"):
+        count_param(1, "folds", 2)

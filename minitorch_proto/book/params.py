@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-__all__ = ["as_choices", "method_keys", "output_folder", "seed_span"]
+__all__ = ["as_choices", "count_param", "method_keys", "output_folder", "seed_span"]
 
 
 def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower: bool = False) -> list:
@@ -119,3 +119,11 @@ def seed_span(seeds) -> str:
     if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
         return f"{seeds[0]}-{seeds[-1]}"
     return ", ".join(map(str, seeds))
+
+
+def count_param(value: Any, name: str, minimum: int = 1) -> int:
+    """A parameter that counts something (seeds, folds, epochs), as an int of at least ``minimum``;
+    a one-line ValueError naming it otherwise (a list or 0 had failed cells later, or was read as 1)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"parameter {name} is a count, a whole number of at least {minimum}; got {value!r}.")
+    return int(value)
