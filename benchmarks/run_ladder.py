@@ -36,6 +36,13 @@ def check_same_folds(results: pd.DataFrame, folds: dict, source: str) -> None:
     for name, fs in folds.items():
         want = {(f.repeat, f.fold): (f.seed, len(f.train), len(f.test)) for f in fs}
         rows = results[results.dataset == name]
+        # Every rung on every fold, once: a file of fewer repetitions (or a rung missing folds) had passed.
+        for rung, g in rows.groupby("method", sort=False):
+            have = list(zip(g.repeat, g.fold))
+            if len(have) != len(set(have)) or set(have) != set(want):
+                raise SystemExit(f"error: {source}: {name} {rung!r} has {len(set(have))} distinct of the "
+                                 f"{len(want)} folds of --repeats {max(r for r, _ in want)} (or a fold twice): run "
+                                 "with the same --repeats and --seed.")
         got = zip(zip(rows.repeat, rows.fold), zip(rows.seed, rows.n_train, rows.n_test))
         bad = [(key, have) for key, have in got if want.get(key) != tuple(int(v) for v in have)]
         if bad:

@@ -30,4 +30,6 @@ def test_the_se_is_over_repetition_means_when_there_are_several():
 def test_the_baseline_alone_is_refused_before_any_training():
     with pytest.raises(ValueError, match="names only the baseline"):
         select_ablations([BASELINE])
+    with pytest.raises(ValueError, match="settings is empty"):
+        select_ablations([])
     assert [a.setting for a in select_ablations(["lambda_w=0"])] == [BASELINE, "lambda_w=0"]

@@ -57,6 +57,8 @@ def test_a_file_without_a_header_row_is_read_by_column_number(tmp_path):
     np.testing.assert_array_equal(held.bags[0], frame[frame.patient == "P000"].filter(like="m").to_numpy())
     with pytest.raises(ValueError, match="^parameter bag_col must be a column number .* when header is False"):
         load_own_bags(tmp_path / "plain.csv", bag_col="patient", label_col=0, header=False)
+    with pytest.raises(ValueError, match="^parameter label_col must be a column number"):
+        load_own_bags(tmp_path / "plain.csv", bag_col=1, label_col=True, header=False)  # not column 1
 
 
 @pytest.mark.parametrize("case, words", [
@@ -86,7 +88,7 @@ def test_what_the_page_cannot_use_is_one_line_before_any_training(tmp_path, case
 def test_slide_count_is_checked_by_its_parameter_name():
     assert check_slide_count(6, "slide_count") == 6
     for bad in (3, 5.5, True, "60"):
-        with pytest.raises(ValueError, match="^slide_count must be a whole number of at least 6"):
+        with pytest.raises(ValueError, match="^parameter slide_count is a count, .* at least 6; got .* both kinds"):
             check_slide_count(bad, "slide_count")
 
 

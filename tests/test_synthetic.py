@@ -454,6 +454,8 @@ def test_unit_test_summaries_refuse_repeated_seeds_and_count_only_models_run_on_
     assert verdict.startswith("1 of 2 models pass all 3 tests") and verdict.endswith(": A.")
     one = unit_test_verdict(summarize_unit_tests(pd.DataFrame([row("B", "t1", 0, 0.2)])))
     assert one == "0 of 1 model passes the one test on its one seed."  # "0 of 1 models pass all 1 tests ..."
+    two = unit_test_verdict(summarize_unit_tests(pd.DataFrame([row("B", "t1", 0, 0.2), row("A", "t1", 0, 0.9)])))
+    assert two == "1 of 2 models pass the one test on one seed: A."
     from minitorch_proto.evaluation.mil_unit_tests import unit_test_pass_table
 
     cell = unit_test_pass_table(summarize_unit_tests(pd.DataFrame([row("B", "t1", 0, 0.2)]))).iloc[0, 0]

@@ -316,11 +316,16 @@ def test_the_ladder_script_refuses_rows_of_other_folds():
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     rows = load_frozen("ladder_results")
-    rows = rows[(rows.dataset == "musk1") & (rows.method == "paper")]
     folds = {"musk1": stratified_folds(load_benchmark("musk1", download=False).y, 5, 10, random_state=0)}
-    script.check_same_folds(rows, folds, "frozen")  # the frozen rows are of these folds
+    script.check_same_folds(rows[rows.dataset == "musk1"], folds, "frozen")  # every frozen rung is of these folds
+    rows = rows[(rows.dataset == "musk1") & (rows.method == "paper")]
     with pytest.raises(SystemExit, match="musk1 repeat 1 fold 1 has .* not .* run with the same --repeats and --seed"):
         script.check_same_folds(rows.assign(seed=rows.seed + 7), folds, "shifted.csv")
+    # A file of one repetition against --repeats 5 (its rows are those folds' first tenth) is refused too.
+    with pytest.raises(SystemExit, match="'paper' has 10 distinct of the 50 folds of --repeats 5"):
+        script.check_same_folds(rows[rows.repeat == 1], folds, "one_repeat.csv")
+    with pytest.raises(SystemExit, match="or a fold twice"):
+        script.check_same_folds(pd.concat([rows, rows.iloc[:1]]), folds, "twice.csv")
 
 
 def test_page_08_s_wide_ladder_table_and_choice_counts():
@@ -333,10 +338,10 @@ def test_page_08_s_wide_ladder_table_and_choice_counts():
             for d in ("fox", "musk1") for m, a in (("paper", 0.5), ("+ rates", 0.6)) for r in (1, 2) for f in (1, 2)]
     table = ladder_table(pd.DataFrame(rows))
     wide = ladder_wide_table(table, {"musk1": "Musk1", "fox": "Fox"})
-    assert list(wide.columns) == ["Musk1", "Fox", "seconds (all five)"] and list(wide.index) == ["paper", "+ rates"]
+    assert list(wide.columns) == ["Musk1", "Fox", "seconds (all 2)"] and list(wide.index) == ["paper", "+ rates"]
     assert wide.loc["paper", "Musk1"] == "0.545 ± 0.010"
     assert wide.loc["+ rates", "Fox"] == "0.645 ± 0.010 (+0.100 ± 0.000)"
-    assert wide.loc["+ rates", "seconds (all five)"] == 8.0
+    assert wide.loc["+ rates", "seconds (all 2)"] == 8.0
     choices = pd.DataFrame({"dataset": ["musk1"] * 3 + ["fox"], "distance": ["cosine", "cosine", "euclidean", "cosine"]})
     counts = search_choice_counts(choices, ["distance"], {"musk1": "Musk1", "fox": "Fox"})
     assert counts.loc["distance", "Musk1"] == "cosine (2), euclidean (1)" and counts.loc["distance", "Fox"] == "cosine (1)"

@@ -40,7 +40,10 @@ def test_reproduction_verdict_says_not_reproduced_with_the_measured_gap():
     assert "Musk1" not in text and "musk1" in text
     assert "Musk1" in reproduction_verdict(s, REPORTED, method="p", display={"musk1": "Musk1"})
     one = reproduction_verdict(s[s.dataset == "musk1"], REPORTED, method="p", display={"musk1": "Musk1"})
-    assert "0.13 below the reported one on Musk1 (" in one and "every data set" not in one
+    assert "0.13 below the reported one on Musk1;" in one and "every data set" not in one and "mean" not in one
+    above = summary([("musk1", "p", "final", 0.95, 0.005, 0.1)])
+    assert "measured minus reported accuracy is +0.04 on musk1; not reproduced on musk1." in reproduction_verdict(
+        above, REPORTED, method="p")
 
 
 def test_reproduction_verdict_says_reproduced_when_within_tolerance():

@@ -137,9 +137,11 @@ class MISVM(BaseMILClassifier):
         at most ``GRAM_MAX_INSTANCES`` training instances)
     support_vectors_ : ndarray, the support vectors (training instances) of ``svc_``
     instance_labels_ : ndarray of {-1, 1}, the final imputed labels of the used instances
-    n_iter_ : int, SVMs trained; converged_ : bool
+    n_iter_ : int, SVMs trained
+    converged_ : bool
     gamma_ : float
-    best_params_, cv_results_ (when ``tune=True``), hyperparameter_source_.
+    best_params_, cv_results_ : when ``tune=True``, the inner search's choice and its table
+    hyperparameter_source_ : str, where the settings came from (the defaults or the inner search)
     """
 
     hyperparameter_source = (

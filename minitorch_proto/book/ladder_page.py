@@ -18,7 +18,7 @@ CHOICE_KEYS = ("distance", "n_prototypes", "pooling", "layer_norm", "init", "lr_
 
 def ladder_wide_table(table: pd.DataFrame, display: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Rungs as rows, data sets as columns: ``"mean ± se (diff ± diff_se)"`` (no brackets for the
-    first rung), and ``seconds (all five)``, the rung's training time summed over the data sets.
+    first rung), and ``seconds (all N)``, the rung's training time summed over the N data sets.
 
     ``display`` renames the data sets (e.g. ``DATASET_NAMES``); their order is ``display``'s, then the
     table's own for any it does not name.
@@ -30,7 +30,8 @@ def ladder_wide_table(table: pd.DataFrame, display: Mapping[str, str] | None = N
     present = list(dict.fromkeys(table["dataset"]))
     order = [d for d in (display or {}) if d in present] + [d for d in present if d not in (display or {})]
     wide = wide[order].rename(columns=dict(display or {}))
-    wide["seconds (all five)"] = table.groupby("step", sort=False)["seconds"].sum().round(0)
+    n = len(present)
+    wide[f"seconds (all {'five' if n == 5 else n})"] = table.groupby("step", sort=False)["seconds"].sum().round(0)
     wide.columns.name = None
     return wide
 

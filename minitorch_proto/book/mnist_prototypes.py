@@ -109,7 +109,6 @@ standardization="feature", layer_norm=True`` for the paper-faithful model).
 from __future__ import annotations
 
 import math
-
 import time
 import warnings
 from typing import Any, Sequence

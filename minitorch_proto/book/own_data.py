@@ -26,7 +26,8 @@ def _column(value, header: bool, name: str):
     """A column as ``load_bags_csv`` takes it: by name, or by position in a file without a header row."""
     if header:
         return value
-    if isinstance(value, (int, np.integer)) or (isinstance(value, str) and value.strip().isdigit()):
+    if (isinstance(value, (int, np.integer)) and not isinstance(value, bool)) or \
+            (isinstance(value, str) and value.strip().isdigit()):
         return int(value)
     raise ValueError(f"parameter {name} must be a column number (0 is the first) when header is False; "
                      f"got {value!r}.")
@@ -88,7 +89,6 @@ def load_own_bags(csv_path: str | os.PathLike, new_csv_path: str | os.PathLike |
         raise ValueError(f"{new_csv_path}: label(s) {unknown[:5]} of new_csv_path are not among {csv_path}'s "
                          f"classes {classes.tolist()}.")
     return ds, new
-
 
 
 def paired_fold_sentence(results: pd.DataFrame, method: str, baseline: str, names: dict | None = None) -> str:

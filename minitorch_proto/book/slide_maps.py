@@ -77,10 +77,13 @@ MIN_SLIDES = 6
 def check_slide_count(n_slides: int, name: str = "n_slides") -> int:
     """``n_slides`` if the demo can run on it; a one-line ValueError naming ``name`` otherwise
     (a notebook checks its parameter before any training)."""
-    if isinstance(n_slides, bool) or not isinstance(n_slides, (int, np.integer)) or n_slides < MIN_SLIDES:
-        raise ValueError(f"{name} must be a whole number of at least {MIN_SLIDES} (half of them with a tumour, a "
-                         f"third held out, each part with both kinds); got {n_slides!r}.")
-    return int(n_slides)
+    from .params import count_param
+
+    try:
+        return count_param(n_slides, name, MIN_SLIDES)
+    except ValueError as exc:  # the rule is count_param's; the reason for the minimum is the demo's
+        raise ValueError(f"{exc} (half of the slides have a tumour, a third is held out, each part needs both "
+                         "kinds)") from None
 
 
 def slide_evidence_demo(out_dir: str | Path, n_slides: int = 60, *, test_size: float = 1 / 3,

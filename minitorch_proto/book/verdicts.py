@@ -144,10 +144,12 @@ def reproduction_verdict(
     if below.all():
         where = "on every data set" if n > 1 else f"on {_names(names, display)}"
         size = f"the measured accuracy is {format_span(-gaps_arr)} below the reported one {where}"
+    elif n == 1:
+        size = f"measured minus reported accuracy is {gaps_arr[0]:+.2f} on {_names(names, display)}"
     else:
         size = f"measured minus reported accuracy ranges over {format_span(gaps_arr, signed=True)}"
-    return (f"The reported accuracy {head}: {size} (mean difference {gaps_arr.mean():+.2f}); "
-            f"not reproduced on {_names(failed, display)}.")
+    mean = f" (mean difference {gaps_arr.mean():+.2f})" if n > 1 else ""
+    return f"The reported accuracy {head}: {size}{mean}; not reproduced on {_names(failed, display)}."
 
 
 def selection_verdict(
@@ -158,7 +160,8 @@ def selection_verdict(
     selected: str = "test_selected",
     display: Mapping[str, str] | None = None,
 ) -> str:
-    """How much letting the test fold choose the epoch raises a method's measured accuracy.
+    """How much letting the test fold choose the epoch moves a method's measured accuracy (up or down:
+    the published code chooses by test AUC).
 
     Parameters
     ----------
@@ -192,7 +195,7 @@ def selection_verdict(
     if len(common) > 1:
         top = common[int(np.argmax(np.abs(gain)))]
         where = f" (most on {name(top, top)})"
-    elif common:
+    else:
         where = f" (on {name(common[0], common[0])})"
     shown = format_span(np.abs(gain)) if verb == "lowers" else format_span(gain, signed=True)
     return f"Letting the test fold choose the epoch {verb} the accuracy by {shown}{where}; {tail}"
@@ -503,7 +506,8 @@ def unit_test_verdict(summary: pd.DataFrame, display: Mapping[str, str] | None =
     models = f"{len(good)} of {len(per_model)} models pass" if len(per_model) > 1 else \
         f"{len(good)} of 1 model passes"
     what = f"all {tests} tests" if tests > 1 else "the one test"
-    on = f"on every one of {n_seeds} seeds" if n_seeds != 1 else "on its one seed"
+    on = f"on every one of {n_seeds} seeds" if n_seeds != 1 else "on its one seed" if len(per_model) == 1 \
+        else "on one seed"
     head = f"{models} {what} {on}"
     if good:
         return head + ": " + ", ".join(good) + "."

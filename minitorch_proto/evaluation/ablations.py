@@ -20,7 +20,7 @@ import pandas as pd
 from ..model import compat_config
 from ..paper import paper_configs
 from ..training.config import compat_train_config
-from .cv import CVTask, evaluate_tasks, stratified_folds
+from .cv import CVTask, evaluate_tasks, mean_standard_error, stratified_folds
 
 __all__ = ["Ablation", "ABLATIONS", "BASELINE", "DELTA_COLUMNS", "REACH_PROBES", "ablation_configs", "select_ablations",
            "run_ablations", "paired_deltas", "parameter_reach"]
@@ -111,6 +111,8 @@ def select_ablations(settings: Iterable[str] | None = None) -> list[Ablation]:
     unknown = wanted - {a.setting for a in ABLATIONS}
     if unknown:
         raise ValueError(f"unknown ablation setting(s) {sorted(unknown)}; see ABLATIONS for the names.")
+    if not wanted:
+        raise ValueError("settings is empty; name at least one ablation setting (or pass None for all).")
     if wanted <= {BASELINE}:  # the baseline alone has nothing to be compared with (it failed after training)
         raise ValueError(f"settings names only the baseline {BASELINE!r}; add at least one other setting.")
     return [a for a in ABLATIONS if a.setting in wanted or a.setting == BASELINE]
@@ -200,14 +202,9 @@ def paired_deltas(results: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFra
         .agg(accuracy=("accuracy", "mean"), delta=("delta", "mean"), n_folds=("delta", "size"))
         .reset_index()
     )
-    # The folds of one repetition share their training bags and are not independent: with several
-    # repetitions the SE is that of the repetition means (as every other table of the package);
-    # with one, over the folds, which is optimistic.
-    se = {}
-    for key, g in paired.groupby(["group", "setting", "dataset"], sort=False):
-        by_repeat = g.groupby("repeat")["delta"].mean()
-        x = by_repeat if len(by_repeat) > 1 else g["delta"]
-        se[key] = x.std(ddof=1) / np.sqrt(len(x)) if len(x) > 1 else np.nan
+    # Over repetition means when there are several (folds of one repetition are not independent).
+    se = {key: mean_standard_error(g["delta"], g["repeat"])
+          for key, g in paired.groupby(["group", "setting", "dataset"], sort=False)}
     deltas["delta_se"] = [se[k] for k in zip(deltas["group"], deltas["setting"], deltas["dataset"])]
     return deltas[list(DELTA_COLUMNS)]
 

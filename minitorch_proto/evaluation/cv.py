@@ -26,6 +26,7 @@ from .metrics import scores_from_proba
 
 __all__ = [
     "cross_validate",
+    "mean_standard_error",
     "Fold",
     "EVALUATIONS",
     "stratified_folds",
@@ -483,6 +484,20 @@ def cross_validate(
     frame = pd.DataFrame(rows, columns=RESULT_COLUMNS)
     extra = ([_concat(predicted)] if return_predictions else []) + ([list(fitted)] if return_estimators else [])
     return (frame, *extra) if extra else frame
+
+
+def mean_standard_error(values: pd.Series, repeats: pd.Series) -> float:
+    """Standard error of the mean of per-fold values (or paired per-fold differences).
+
+    Over the repetition means when there are several repetitions (the folds of one repetition
+    share training bags, so they are not independent replicates); with one repetition over its
+    folds, which is optimistic; NaN for a single fold. The ladder and the ablation tables use it.
+    :func:`summarize`'s ``*_se_repeats`` is the first form only (NaN for one repetition).
+    """
+    means = values.groupby(repeats).mean()
+    if len(means) > 1:
+        return float(means.std(ddof=1) / np.sqrt(len(means)))
+    return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else float("nan")
 
 
 def summarize(results: pd.DataFrame) -> pd.DataFrame:

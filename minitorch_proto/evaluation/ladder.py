@@ -23,7 +23,7 @@ import pandas as pd
 from ..model import PrototypeMILConfig
 from ..paper import paper_configs
 from ..training import TrainConfig
-from .cv import Fold, cross_validate
+from .cv import Fold, cross_validate, mean_standard_error
 
 if TYPE_CHECKING:
     from .tuning import SearchBudget
@@ -145,15 +145,6 @@ def run_ladder(
     return pd.concat(frames, ignore_index=True)
 
 
-def _se(values: pd.Series, repeats: pd.Series) -> float:
-    """Standard error of the mean of per-fold values: over repetition means when there are several."""
-    means = values.groupby(repeats).mean()
-    if len(means) > 1:
-        return float(means.std(ddof=1) / np.sqrt(len(means)))
-    # One repetition: folds treated as independent (they share training bags, so this is optimistic).
-    return float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else float("nan")
-
-
 def ladder_table(results: pd.DataFrame, metric: str = "accuracy") -> pd.DataFrame:
     """Per data set and rung: mean, its standard error, the paired difference to the rung above and its SE, seconds.
 
@@ -171,13 +162,13 @@ def ladder_table(results: pd.DataFrame, metric: str = "accuracy") -> pd.DataFram
             r = g[g["method"] == step].sort_values(["repeat", "fold"])
             if r.empty:
                 continue
-            row = dict(dataset=ds, step=step, mean=r[metric].mean(), se=_se(r[metric], r["repeat"]),
+            row = dict(dataset=ds, step=step, mean=r[metric].mean(), se=mean_standard_error(r[metric], r["repeat"]),
                        n_folds=len(r), n_repeats=r["repeat"].nunique(), seconds=r["fit_seconds"].sum(),
                        against=prev_step, adds=_ingredients(prev_step, step) if prev_step is not None else None)
             if prev is not None:
                 m = r.merge(prev, on=["repeat", "fold"], suffixes=("", "_prev"))
                 d = m[metric] - m[f"{metric}_prev"]
-                row["diff"], row["diff_se"] = d.mean(), _se(d, m["repeat"])
+                row["diff"], row["diff_se"] = d.mean(), mean_standard_error(d, m["repeat"])
             else:
                 row["diff"], row["diff_se"] = np.nan, np.nan
             rows.append(row)
@@ -215,9 +206,9 @@ def best_baseline_comparison(results: pd.DataFrame, baselines: pd.DataFrame, met
         best = means.idxmax()
         pair = b[b["method"] == best].sort_values(["repeat", "fold"])
         d = pair["accuracy_ours"] - pair["accuracy"]
-        rows.append(dict(dataset=ds, ours=pair["accuracy_ours"].mean(), ours_se=_se(pair["accuracy_ours"], pair["repeat"]),
+        rows.append(dict(dataset=ds, ours=pair["accuracy_ours"].mean(), ours_se=mean_standard_error(pair["accuracy_ours"], pair["repeat"]),
                          best_baseline=best, baseline=pair["accuracy"].mean(),
-                         baseline_se=_se(pair["accuracy"], pair["repeat"]), diff=d.mean(), diff_se=_se(d, pair["repeat"]),
+                         baseline_se=mean_standard_error(pair["accuracy"], pair["repeat"]), diff=d.mean(), diff_se=mean_standard_error(d, pair["repeat"]),
                          n_folds=len(pair)))
     return pd.DataFrame(rows, columns=["dataset", "ours", "ours_se", "best_baseline", "baseline", "baseline_se", "diff",
                                        "diff_se", "n_folds"])

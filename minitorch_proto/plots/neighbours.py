@@ -187,8 +187,9 @@ def plot_prototype_sources(
             values = clf.standardizer_.transform_instances(values)
         ax.plot(values[0], lw=0.8, label=f"prototype {int(j) + 1}: bag {name}, instance {i}{extra}")
     ax.set_xlabel("feature")
-    ax.set_ylabel(f"value ({clf.standardizer_.mode}-standardised, as the model sees it)" if standardized
-                  else "value (raw)")
+    mode = clf.standardizer_.mode
+    ax.set_ylabel("value (raw)" if not standardized or mode == "none"
+                  else f"value ({mode}-standardised, as the model sees it)")
     ax.legend(fontsize=7, loc="upper right")
     ax.set_title("the real instances behind the prototypes")
     return fig
