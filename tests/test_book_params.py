@@ -104,3 +104,19 @@ def test_count_parameters_are_whole_numbers_checked_by_name():
             count_param(bad, "seeds")
     with pytest.raises(ValueError, match="at least 2; got 1"):
         count_param(1, "folds", 2)
+
+
+def test_page_04_s_folds_are_checked_on_every_data_set_before_any_training(monkeypatch):
+    from types import SimpleNamespace
+
+    import minitorch_proto.book.baselines_page as page
+
+    from .conftest import make_concept_bags
+
+    fitted = []
+    monkeypatch.setattr(page, "cross_validate", lambda *a, **k: fitted.append(a) or None)
+    big, small = make_concept_bags(n_bags=40, seed=0), make_concept_bags(n_bags=8, seed=1)
+    data = {"big": SimpleNamespace(bags=big[0], y=big[1]), "small": SimpleNamespace(bags=small[0], y=small[1])}
+    with pytest.raises(ValueError, match="n_folds"):
+        page.run_methods_on_benchmarks(data, ["bag_stats"], repeats=1, folds=5)
+    assert fitted == []  # the first data set was not cross-validated before the second failed

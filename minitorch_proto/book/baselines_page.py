@@ -37,9 +37,12 @@ def run_methods_on_benchmarks(data: Mapping[str, object], methods: Sequence[str]
     device : str, default="auto"
         Device of the paper-model rows.
     """
+    # Every data set's folds first: ``folds`` too large for one of them fails before any training.
+    all_folds = {name: stratified_folds(d.y, n_repeats=repeats, n_folds=folds, random_state=seed)
+                 for name, d in data.items()}
     runs = []
     for name, d in data.items():
-        cv_folds = stratified_folds(d.y, n_repeats=repeats, n_folds=folds, random_state=seed)
+        cv_folds = all_folds[name]
         for key in methods:
             method = get(key)
             flagged = method.label in FLAGGED_METHODS
