@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..data import BagDataset, load_bags_csv
 from ..evaluation.cv import stratified_folds
+from .params import is_whole
 
 __all__ = ["HELD_OUT_FOLDS", "load_own_bags", "paired_fold_sentence", "loss_spikes"]
 
@@ -26,8 +27,7 @@ def _column(value, header: bool, name: str):
     """A column as ``load_bags_csv`` takes it: by name, or by position in a file without a header row."""
     if header:
         return value
-    if (isinstance(value, (int, np.integer)) and not isinstance(value, bool)) or \
-            (isinstance(value, str) and value.strip().isdigit()):
+    if is_whole(value) or (isinstance(value, str) and value.strip().isdigit()):
         return int(value)
     raise ValueError(f"parameter {name} must be a column number (0 is the first) when header is False; "
                      f"got {value!r}.")

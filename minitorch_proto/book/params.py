@@ -49,7 +49,7 @@ def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower:
         raise ValueError(f"parameter {name} is empty; give at least one value.")
     if allowed is not None:
         if isinstance(allowed, range):  # seeds, digits: checked by arithmetic, named by their bounds
-            unknown = [v for v in values if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v not in allowed]
+            unknown = [v for v in values if not is_whole(v) or v not in allowed]
             valid = f"whole numbers from {allowed.start} to {allowed.stop - 1}"
         else:
             allowed = list(allowed)
@@ -58,6 +58,11 @@ def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower:
         if unknown:
             raise ValueError(f"parameter {name}: unknown {unknown}; valid values are {valid}.")
     return values
+
+
+def is_whole(value: Any) -> bool:
+    """An integer of Python or numpy, and not a bool (``True`` is an ``int`` to Python, not a count)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def method_keys(value: Any, name: str) -> list[str]:
@@ -124,6 +129,6 @@ def seed_span(seeds) -> str:
 def count_param(value: Any, name: str, minimum: int = 1) -> int:
     """A parameter that counts something (seeds, folds, epochs), as an int of at least ``minimum``;
     a one-line ValueError naming it otherwise (a list or 0 had failed cells later, or was read as 1)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+    if not is_whole(value) or value < minimum:
         raise ValueError(f"parameter {name} is a count, a whole number of at least {minimum}; got {value!r}.")
     return int(value)

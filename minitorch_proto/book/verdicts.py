@@ -191,7 +191,6 @@ def selection_verdict(
         return f"Letting the test fold choose the epoch changed no accuracy here; {tail}"
     # It chooses by test AUC, so the accuracy it reports can also fall: say which way it moved.
     verb = "raises" if (gain >= 0).all() else "lowers" if (gain <= 0).all() else "changes"
-    where = ""
     if len(common) > 1:
         top = common[int(np.argmax(np.abs(gain)))]
         where = f" (most on {name(top, top)})"
