@@ -5,23 +5,21 @@ import numbers
 import os
 from dataclasses import fields
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import NotFittedError
 
-from .bags import StackedInstances, bag_groups, shared_pool
+from .bags import bag_groups
 from .model import PrototypeMILConfig, head_logits, mean_class_probabilities
-from .convex_head import RECOMMENDED, HeadWorkers, check_head_for_classes, check_head_options, refit_members
-from .preprocessing import BagStandardizer
+from .convex_head import RECOMMENDED, check_head_options
 from .estimator_files import load_estimator, save_estimator
+from .estimator_training import fit_streaming as streamed_fit, train_together
 from .training import TrainConfig
-from .utils import resolve_device
-from .validation import (align_frames, check_bags, check_chunk_size, check_distance_range, check_finite_scores,
-                         check_int, check_labels, check_named_bags, check_shared_bags, frame_columns,
-                         frames_in_model_order, fresh_fit, own_feature_names, seed_from, derived_seed)
+from .validation import (check_bags, check_chunk_size, check_distance_range, check_finite_scores, check_int,
+                         frames_in_model_order, own_feature_names, seed_from)
 
 __all__ = ["PrototypeMILClassifier", "load_model", "RECOMMENDED"]
 
@@ -251,6 +249,16 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         (``head_scoring="accuracy"``, ``head_features="inner"``). ``overrides`` are ordinary parameters
         (``n_seeds=1`` gives one model); the result is an ordinary estimator (``clone``, ``save``/``load`` work).
         What it is in practice (training barely moves the prototypes; transductive scaling): :mod:`~minitorch_proto.convex_head`.
+
+        Parameters
+        ----------
+        **overrides
+            Constructor parameters that replace the recipe's (any of :class:`PrototypeMILClassifier`'s).
+
+        Returns
+        -------
+        PrototypeMILClassifier
+            Unfitted.
         """
         return cls(**{**RECOMMENDED, **overrides})
 
@@ -289,9 +297,25 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         training (the initial parameters) and after every epoch, with a
         :class:`PrototypeMIL` holding the current parameters (``standardizer_`` is
         already fitted by then). Nothing of an earlier fit survives; a fit that raises leaves the estimator unfitted.
+
+        Parameters
+        ----------
+        bags : sequence of array-like of shape (n_instances, n_features)
+            One array (or DataFrame) per bag; bags may differ in size, not in features.
+        y : array-like of shape (n_bags,)
+            Bag labels (any sortable labels; ``classes_`` holds them sorted).
+        on_epoch_end : callable, default=None
+            ``on_epoch_end(epoch, model)``, as above.
+        feature_names : sequence of str, default=None
+            Names of array bags' columns (DataFrame bags bring their own).
+
+        Returns
+        -------
+        self : PrototypeMILClassifier
+            Fitted.
         """
         names = own_feature_names(bags, feature_names)
-        self._train([(bags, y)], [self], on_epoch_end)
+        train_together(self, [(bags, y)], [self], on_epoch_end)
         if names is not None:
             self.feature_names_in_ = np.asarray(names, dtype=object)
         return self
@@ -302,12 +326,24 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         Returns fitted clones with ``random_state`` set to each seed; each equals
         ``clone(self).set_params(random_state=seed).fit(bags, y)``, but training
         them together costs little more than training one (see :mod:`minitorch_proto.training.batched`).
+
+        Parameters
+        ----------
+        bags, y
+            As for :meth:`fit`.
+        seeds : sequence of int
+            One ``random_state`` per copy; not empty.
+
+        Returns
+        -------
+        list of PrototypeMILClassifier
+            Fitted copies, in the order of ``seeds`` (this estimator itself stays unfitted).
         """
         seeds = [seed_from(s) for s in seeds]  # 0.7 is refused as random_state=0.7 is, not read as 0
         if not seeds:
             raise ValueError("seeds is empty.")
         clones = [clone(self).set_params(random_state=s) for s in seeds]
-        self._train([(bags, y)] * len(seeds), clones, None)
+        train_together(self, [(bags, y)] * len(seeds), clones)
         return clones
 
     def fit_many(self, train_sets, random_states=None, *, estimators=None,
@@ -349,8 +385,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
                       if k not in ("random_state", "lr_prototypes", "lr_classifier")}
             groups.setdefault(repr(sorted(shared.items())), []).append(i)
         for members in groups.values():
-            estimators[members[0]]._train([train_sets[i] for i in members], [estimators[i] for i in members], None,
-                                          n_jobs)
+            train_together(estimators[members[0]], [train_sets[i] for i in members], [estimators[i] for i in members],
+                           n_jobs=n_jobs)
         return estimators
 
     def _check_settings(self) -> int:
@@ -360,89 +396,14 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         check_chunk_size(self.chunk_size)
         return check_int("n_seeds", self.n_seeds)
 
-    def _train(self, sets, targets, on_epoch_end, n_jobs: int = 1) -> None:
-        """Fit ``targets[t]`` on ``sets[t] = (bags, y)``, all in one batched program with this one's settings."""
-        from .training import train_batched
-
-        with fresh_fit(targets):  # nothing of an earlier fit survives, nothing half-done is left
-            mconf, tconf = self.model_config(), self.train_config()  # validates hyper-parameters first
-            k = self._check_settings()
-            prepared, classes0, seen = [], None, {}
-            for bags, y in sets:
-                names = frame_columns(bags)
-                if names is not None:
-                    bags = align_frames(bags, names)
-                bags = check_shared_bags(bags, seen, dtype=None)  # float32 kept: every use below converts itself
-                y_enc, classes = check_labels(y, len(bags))
-                if classes0 is None:
-                    classes0 = classes
-                elif len(classes) != len(classes0) or not np.array_equal(classes, classes0):
-                    # One batched program needs one label encoding; sets with other classes train apart.
-                    raise ValueError("training sets fitted together must have the same classes; fit them one by one.")
-                standardizer = BagStandardizer(self.standardization).fit(bags)
-                # Bag by bag (a generator): a standardised copy of every bag would only be thrown away.
-                check_distance_range((standardizer.transform_instances(b) for b in bags), torch.float32,
-                                     standardization=self.standardization)
-                prepared.append((bags, y_enc, classes, names, standardizer))
-            check_head_for_classes(self.head_threshold, self.class_weight, classes0)  # before training, not after
-            pool, labels, index_sets = shared_pool([(bags, y_enc) for bags, y_enc, *_ in prepared])
-            seeds = [seed_from(est.random_state) for est in targets]  # once each: a RandomState advances
-            for est, seed, (bags, _, classes, names, standardizer) in zip(targets, seeds, prepared):
-                # Set before training: on_epoch_end may read standardizer_.
-                est.seed_ = seed
-                est.classes_, est.n_features_in_, est.standardizer_ = classes, bags[0].shape[1], standardizer
-                if names is not None:
-                    est.feature_names_in_ = np.asarray(names, dtype=object)
-            # Each target's members are seeded seed, seed + 1, ...: all targets' members train together.
-            model_seeds = [derived_seed(int(s) + j) for s in seeds for j in range(k)]
-            fit = train_batched(
-                pool, labels, [index_sets[t] for t in range(len(targets)) for _ in range(k)],
-                model_seeds, mconf, tconf, n_classes=len(classes0), standardization=self.standardization,
-                lr_prototypes=[float(e.lr_prototypes) for e in targets for _ in range(k)],
-                lr_classifier=[float(e.lr_classifier) for e in targets for _ in range(k)],
-                device=resolve_device(self.device), progress=self.verbose,
-                on_epoch_end=None if on_epoch_end is None else (lambda epoch, f: on_epoch_end(epoch, f.module(0))),
-                backend=self.backend, autocast=self.autocast,
-            )
-            for m in range(len(model_seeds)):
-                if not all(bool(torch.isfinite(p).all()) for p in fit.module(m).parameters()):
-                    raise ValueError(
-                        f"training diverged (seed {model_seeds[m]}): the parameters became NaN or infinite; lower the "
-                        "learning rates or standardise the features (standardization='feature')."
-                    )
-            for t, est in enumerate(targets):
-                est.models_ = [fit.module(t * k + j).eval() for j in range(k)]
-                est.histories_ = [fit.history[t * k + j] for j in range(k)]
-                est.model_, est.history_ = est.models_[0], est.histories_[0]
-            del fit  # its pool of every instance is not needed past here: on large sets, memory the push can use
-            # Heads in processes, never threads (HeadWorkers says why; threads moved Fox's 5 x 10 from .623 to .625).
-            with HeadWorkers(n_jobs) as workers:  # every target's heads share them, fitted while the next one pushes
-                done = [est._refit_after_training(StackedInstances(std.transform_stacked(bags), [len(b) for b in bags]),
-                                                  y_enc, classes, model_seeds[t * k:(t + 1) * k], workers)
-                        for t, (est, (bags, y_enc, classes, _, std)) in enumerate(zip(targets, prepared))
-                        if est.push or est.head == "logistic"]
-                for finish in done:
-                    finish()
-
-    def _refit_after_training(self, source, y_enc, classes, seeds, workers) -> Callable[[], None]:
-        """Push each member's prototypes onto training instances (``source``, a row source) now; returns what
-        stores its head once fitted."""
-        pending = refit_members(
-            self.models_, source, y_enc, classes, seeds, push=bool(self.push), head=self.head,
-            penalty=self.head_penalty, class_weight=self.class_weight, threshold=self.head_threshold,
-            similarity=bool(self.head_similarity), scoring=self.head_scoring, features=self.head_features,
-            repeats=int(self.head_inner_repeats), chunk_size=int(self.chunk_size), workers=workers)
-
-        def finish() -> None:
-            sources, cs, chosen = pending()
-            if sources is not None:
-                self.prototype_sources_ = sources
-            if cs is not None:
-                self.head_C_, self.head_features_ = cs, chosen
-        return finish
-
     def member(self, j: int) -> "PrototypeMILClassifier":
-        """Ensemble member ``j`` (0-based) as a fitted single model, sharing this estimator's standardisation."""
+        """Ensemble member ``j`` (0-based) as a fitted single model, sharing this estimator's standardisation.
+
+        Raises
+        ------
+        IndexError
+            If there is no member ``j`` (an estimator has ``n_seeds`` members).
+        """
         self._check_fitted()
         models, j = getattr(self, "models_", [self.model_]), int(j)
         if not 0 <= j < len(models):
@@ -477,50 +438,28 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         minibatch comes up, ``chunk_size`` instances at a time, and the standardisation is fitted in
         one streaming pass. Inside an initialised ``torch.distributed`` process group (``torchrun``)
         each process takes its share of every global minibatch of ``batch_size`` bags and all end
-        with the same model. ``bags`` may be a list of arrays or a :class:`~minitorch_proto.data.disk.DiskBagDataset`.
-        Every setting works (:meth:`recommended` too): a data-driven start reads only the instances it
-        draws, the ``n_seeds`` members train one after another, and the push and the convex head read
-        the bags once more, ``chunk_size`` instances or one bag at a time (each process its share).
-        The result agrees with :meth:`fit` to rounding (the engines sum in different orders).
-        """
-        from .training.distributed import StreamedInstances, agree_across_ranks, train_streaming
-        with fresh_fit([self]):
+        with the same model. Every setting works (:meth:`recommended` too): a data-driven start reads
+        only the instances it draws, the ``n_seeds`` members train one after another, and the push and
+        the convex head read the bags once more, ``chunk_size`` instances or one bag at a time (each
+        process its share). The result agrees with :meth:`fit` to rounding (the engines sum in
+        different orders).
 
-            mconf, tconf = self.model_config(), self.train_config()
-            k = self._check_settings()
-            names = None  # DataFrame bags: by column name, as fit reads them; a lazy dataset checks its own files
-            if not hasattr(bags, "rows"):
-                bags, names = check_named_bags(bags)
-            y_enc, classes = check_labels(y, len(bags))
-            check_head_for_classes(self.head_threshold, self.class_weight, classes)
-            # Under torchrun: rank 0's seed (random_state=None draws one per process), one collection.
-            seed = self.seed_ = agree_across_ranks(seed_from(self.random_state), bags, y_enc)
-            fits, standardizer = [], None  # fitted by the first member's pass, shared by the others
-            for j in range(k):  # member j is seeded seed + j, as fit seeds it
-                fit = train_streaming(
-                    bags, y_enc, mconf, tconf, seed=derived_seed(seed + j), n_classes=len(classes),
-                    standardization=self.standardization,
-                    standardizer=standardizer, chunk_size=int(self.chunk_size), dtype=dtype,
-                    device=resolve_device(self.device), autocast=self.autocast, progress=self.verbose,
-                )
-                diverged = [h["epoch"] for h in fit.history if not np.isfinite(h.get("total", 0.0))]
-                if diverged or not all(bool(torch.isfinite(p).all()) for p in fit.model.parameters()):
-                    where = f"at epoch {diverged[0]}" if diverged else "in its last steps"
-                    raise ValueError(f"training diverged {where}: the loss became NaN or infinite; lower the learning "
-                                     "rates (--lr-prototypes, --lr-classifier), or rescale very large features "
-                                     "(the streamed fit does not check their range first).")
-                fits.append(fit)
-                standardizer = fit.standardizer
-            self.classes_, self.n_features_in_, self.standardizer_ = classes, fits[0].model.n_features, standardizer
-            if names:
-                self.feature_names_in_ = np.asarray(names, dtype=object)
-            self.models_ = [f.model.float().eval() for f in fits]
-            self.histories_ = [f.history for f in fits]
-            self.model_, self.history_ = self.models_[0], self.histories_[0]
-            if self.push or self.head == "logistic":
-                source = StreamedInstances(bags, standardizer, int(self.chunk_size))
-                with HeadWorkers(1) as workers:
-                    self._refit_after_training(source, y_enc, classes, [derived_seed(seed + j) for j in range(k)], workers)()
+        Parameters
+        ----------
+        bags : sequence of array-like or DiskBagDataset
+            A list of arrays (or DataFrames with the same columns), or a lazy
+            :class:`~minitorch_proto.data.disk.DiskBagDataset` read a bag at a time.
+        y : array-like of shape (n_bags,)
+            Bag labels.
+        dtype : torch.dtype, default=torch.float32
+            The precision training runs in (float64 for exact comparisons).
+
+        Returns
+        -------
+        self : PrototypeMILClassifier
+            Fitted.
+        """
+        streamed_fit(self, bags, y, dtype=dtype)
         return self
 
     # ---------------------------------------------------------- predict
@@ -562,12 +501,34 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         return logits
 
     def predict_proba(self, bags: Sequence[np.ndarray]) -> np.ndarray:
-        """Class probabilities, shape (n_bags, n_classes), columns in ``classes_`` order (members averaged)."""
+        """Class probabilities, columns in ``classes_`` order (an ensemble's members averaged).
+
+        Parameters
+        ----------
+        bags : sequence of array-like of shape (n_instances, n_features_in_), or DiskBagDataset
+            Bags with the training bags' features (DataFrames matched by column name); a lazy
+            dataset is read about ``chunk_size`` instances at a time.
+
+        Returns
+        -------
+        ndarray of shape (n_bags, n_classes)
+        """
         return mean_class_probabilities(self._logits(bags))
 
     def decision_function(self, bags: Sequence[np.ndarray]) -> np.ndarray:
-        """Logit of the positive class (two classes) or the logits (n_bags, C); for an ensemble, the log-odds
-        (two classes) or the log of the averaged probabilities."""
+        """Logit of ``classes_[1]`` (two classes) or every class's logit; for an ensemble, the log-odds
+        of the averaged probabilities (two classes) or their log.
+
+        Parameters
+        ----------
+        bags : sequence of array-like of shape (n_instances, n_features_in_), or DiskBagDataset
+            Bags with the training bags' features (DataFrames matched by column name); a lazy
+            dataset is read about ``chunk_size`` instances at a time.
+
+        Returns
+        -------
+        ndarray of shape (n_bags,) for two classes, else (n_bags, n_classes)
+        """
         logits = self._logits(bags)
         if len(logits) > 1:
             p = np.clip(mean_class_probabilities(logits), 1e-300, 1.0)
@@ -576,7 +537,19 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         return logits[:, 0] if logits.shape[1] == 1 else logits
 
     def predict(self, bags: Sequence[np.ndarray]) -> np.ndarray:
-        """Predicted labels (threshold 0.5 for two classes)."""
+        """Predicted labels: the class of highest probability (two classes: 0.5 on :meth:`predict_proba`).
+
+        Parameters
+        ----------
+        bags : sequence of array-like of shape (n_instances, n_features_in_), or DiskBagDataset
+            Bags with the training bags' features (DataFrames matched by column name); a lazy
+            dataset is read about ``chunk_size`` instances at a time.
+
+        Returns
+        -------
+        ndarray of shape (n_bags,)
+            Labels from ``classes_``.
+        """
         self._check_fitted()
         return self.classes_[np.argmax(self.predict_proba(bags), axis=1)]
 
@@ -585,6 +558,16 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
         With ``head_similarity=True`` the similarity block follows (D more columns).
         For an ensemble: every member's features side by side.
+
+        Parameters
+        ----------
+        bags : sequence of array-like of shape (n_instances, n_features_in_), or DiskBagDataset
+            Bags with the training bags' features (DataFrames matched by column name); a lazy
+            dataset is read about ``chunk_size`` instances at a time.
+
+        Returns
+        -------
+        ndarray of shape (n_bags, n_members * n_columns)
         """
         with torch.no_grad():
             return np.hstack([phi.double().numpy() for phi in self._features(bags)])
@@ -596,6 +579,17 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         The header holds the parameters, classes, feature names (when known), standardisation mode, training
         histories and the heads' choices; the tensors the state dicts, standardisation statistics and pushed sources.
         The write is atomic, and :meth:`load` checks a sha256 of everything (:mod:`~minitorch_proto.serialization`).
+
+        Parameters
+        ----------
+        path : str or PathLike
+            Where to write (conventionally ``*.safetensors``); missing parent folders are made, and an
+            existing file is replaced whole.
+
+        Returns
+        -------
+        Path
+            The path written.
         """
         self._check_fitted()
         return save_estimator(self, path)

@@ -184,7 +184,7 @@ def test_cli_train_and_predict_from_a_bag_folder(tmp_path, problem, capsys):
 
 def test_cross_validating_a_bag_folder_reads_each_bag_once_and_pools_it_once(tmp_path, monkeypatch):
     """Folds share bags: a folder's bag is read once, and its float32 values are converted into one copy."""
-    import minitorch_proto.estimator as estimator_module
+    import minitorch_proto.estimator_training as estimator_module
     from minitorch_proto import PrototypeMILClassifier
     from minitorch_proto.evaluation import cross_validate, stratified_folds
 

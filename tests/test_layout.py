@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("model",),
     ("training",),
     ("paper", "serialization", "convex_head"),
-    ("estimator", "estimator_files"),
+    ("estimator", "estimator_files", "estimator_training"),
     ("baselines",),
     ("meta_estimators", "methods", "evaluation"),
     ("plots",),
