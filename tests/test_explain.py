@@ -294,6 +294,28 @@ def test_slow_unit_test_models_come_from_the_frozen_timings_and_every_model_is_t
     assert (m in slow_unit_test_models(seconds=medians[m] - 1e-6)) and m not in slow_unit_test_models(
         seconds=medians[m] + 1e-6)
 
+def test_page_unit_test_models_says_which_switches_had_no_effect():
+    from minitorch_proto.book import QUICK_UNIT_TEST_MODELS, page_unit_test_models, slow_unit_test_models
+
+    slow = slow_unit_test_models()
+    chosen, seeds, notice = page_unit_test_models()
+    assert not set(chosen) & set(slow) and seeds == 10 and notice is None
+    chosen, _, notice = page_unit_test_models(include_slow=True)
+    assert set(slow) <= set(chosen) and notice is None
+    chosen, seeds, notice = page_unit_test_models(quick=True, seeds=10)
+    assert list(chosen) == QUICK_UNIT_TEST_MODELS and seeds == 2 and notice is None
+    _, _, notice = page_unit_test_models(quick=True, include_slow=True)
+    assert notice == "include_slow had no effect: quick runs the quick models only."
+    # Named models run as named, slow or not; the switches that select models say they did nothing.
+    chosen, seeds, notice = page_unit_test_models([slow[0]], include_slow=False, quick=True, seeds=3)
+    assert list(chosen) == [slow[0]] and seeds == 3
+    assert notice == "quick had no effect: models names the models to run."
+    _, _, notice = page_unit_test_models("prototype (monotone)", include_slow=True, quick=True)
+    assert notice.startswith("include_slow and quick had no effect")
+    with pytest.raises(ValueError, match="models"):
+        page_unit_test_models(["prototype (no such)"])
+
+
 
 def test_toy_training_snapshots_record_every_epoch():
     from minitorch_proto.book import toy_training_snapshots

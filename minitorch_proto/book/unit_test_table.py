@@ -11,9 +11,10 @@ from ..convex_head import RECOMMENDED
 from ..estimator import PrototypeMILClassifier
 from ..utils import EstimatorFactory
 from ..evaluation.mil_unit_tests import run_mil_unit_tests
+from .params import as_choices
 
 __all__ = ["UNIT_TEST_MIN_SETTINGS", "UNIT_TEST_MONOTONE_SETTINGS", "SLOW_SECONDS", "default_mil_unit_test_models",
-           "slow_unit_test_models", "mil_unit_test_table"]
+           "slow_unit_test_models", "QUICK_UNIT_TEST_MODELS", "page_unit_test_models", "mil_unit_test_table"]
 
 #: Settings of the "min pooling" prototype model of the unit-test table: a few prototypes
 #: started on training instances, rates large enough to converge in 30 epochs.
@@ -98,6 +99,57 @@ def slow_unit_test_models(seconds: float = SLOW_SECONDS) -> list[str]:
     # one row per (model, seed) is the seed's time; a sum would count it once per test.
     per_seed = timed.groupby(["model", "seed"])["seconds"].first().groupby("model").median()
     return [m for m in default_mil_unit_test_models() if per_seed.get(m, 0.0) > seconds]
+
+
+#: What page 06 runs with ``quick=True`` (the test suite's run): fast, and one of them fails a test.
+QUICK_UNIT_TEST_MODELS = ["prototype (monotone)", "prototype (min pooling)", "baseline: bag_stats"]
+
+
+def page_unit_test_models(models=None, include_slow: bool = False, quick: bool = False,
+                          seeds: int = 10) -> tuple[dict[str, Callable[[int], Any]], int, str | None]:
+    """Page 06's models and seed count from its parameters, every name checked before any training.
+
+    Parameters
+    ----------
+    models : list of str, str or None, default=None
+        Names from :func:`default_mil_unit_test_models`; None: every model but the slow ones
+        (:func:`slow_unit_test_models`), or :data:`QUICK_UNIT_TEST_MODELS` with ``quick``.
+    include_slow : bool, default=False
+        With ``models=None`` (and not ``quick``): the slow models too.
+    quick : bool, default=False
+        With ``models=None``: the quick models and at most two seeds.
+    seeds : int, default=10
+        The seed count asked for.
+
+    Returns
+    -------
+    chosen : dict
+        Name to model factory, in the order given.
+    seeds : int
+        The seed count to run.
+    notice : str or None
+        A sentence naming the switches that had no effect (``models`` names the models to run;
+        ``quick`` leaves ``include_slow`` nothing to add), so a run does not look like what it is not.
+
+    Raises
+    ------
+    ValueError
+        For an unknown or empty model name list (one line, listing the valid names).
+    """
+    available = default_mil_unit_test_models()
+    if models is not None:
+        ignored = [name for name, on in (("include_slow", include_slow), ("quick", quick)) if on]
+        why = "models names the models to run"
+    else:
+        ignored, why = (["include_slow"] if quick and include_slow else []), "quick runs the quick models only"
+        if quick:
+            models, seeds = QUICK_UNIT_TEST_MODELS, min(seeds, 2)
+        else:
+            slow = set(slow_unit_test_models())
+            models = [m for m in available if include_slow or m not in slow]
+    chosen = {name: available[name] for name in as_choices(models, "models", available)}
+    notice = f"{' and '.join(ignored)} had no effect: {why}." if ignored else None
+    return chosen, seeds, notice
 
 
 def mil_unit_test_table(
