@@ -85,6 +85,20 @@ def test_what_the_page_cannot_use_is_one_line_before_any_training(tmp_path, case
     assert words in str(info.value) and "\n" not in str(info.value)
 
 
+def test_folds_are_checked_against_the_bags_left_for_training(tmp_path):
+    # 24 bags, 12 of a class: a quarter aside leaves 9 per class, too few for 10 folds but not for 9.
+    _table().to_csv(tmp_path / "mine.csv", index=False)
+    kw = dict(bag_col="patient", label_col="diagnosis")
+    with pytest.raises(ValueError, match=r"once a quarter of its bags is set aside, has 9 training bag\(s\) of class "
+                                         r"'\w+', fewer than folds=10: lower folds\.$"):
+        load_own_bags(tmp_path / "mine.csv", folds=10, **kw)
+    assert load_own_bags(tmp_path / "mine.csv", folds=9, **kw)[0].n_bags == 18
+    # With a held-out file every bag of the training file trains: 12 per class.
+    assert load_own_bags(tmp_path / "mine.csv", tmp_path / "mine.csv", folds=12, **kw)[0].n_bags == 24
+    with pytest.raises(ValueError, match="fewer than folds=13"):
+        load_own_bags(tmp_path / "mine.csv", tmp_path / "mine.csv", folds=13, **kw)
+
+
 def test_slide_count_is_checked_by_its_parameter_name():
     assert check_slide_count(6, "slide_count") == 6
     for bad in (3, 5.5, True, "60"):

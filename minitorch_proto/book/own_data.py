@@ -35,7 +35,7 @@ def _column(value, header: bool, name: str):
 
 def load_own_bags(csv_path: str | os.PathLike, new_csv_path: str | os.PathLike | None = None, *,
                   bag_col="bag", label_col="label", feature_cols: Sequence | None = None, header: bool = True,
-                  seed: int = 0) -> tuple[BagDataset, BagDataset]:
+                  seed: int = 0, folds: int | None = None) -> tuple[BagDataset, BagDataset]:
     """The page's training bags and held-out bags, both read with the training file's features.
 
     Parameters
@@ -54,6 +54,9 @@ def load_own_bags(csv_path: str | os.PathLike, new_csv_path: str | os.PathLike |
         False: the files have no header row (the benchmarks' layout, ``label, bag, features...``);
         columns are then named by number, e.g. ``bag_col=1, label_col=0``.
     seed : int, default=0
+    folds : int, optional
+        The page's cross-validation fold count: the training bags (what is left once a quarter is
+        set aside) must have at least this many bags of each class.
 
     Returns
     -------
@@ -64,7 +67,7 @@ def load_own_bags(csv_path: str | os.PathLike, new_csv_path: str | os.PathLike |
     ValueError
         One line naming the parameter to change: a column given by name in a file without a
         header, labels that are not two classes, too few bags of a class to set a quarter aside,
-        or held-out labels the training file does not have.
+        held-out labels the training file does not have, or fewer training bags of a class than ``folds``.
     """
     bag_col, label_col = _column(bag_col, header, "bag_col"), _column(label_col, header, "label_col")
     if feature_cols is not None:
@@ -80,7 +83,9 @@ def load_own_bags(csv_path: str | os.PathLike, new_csv_path: str | os.PathLike |
             raise ValueError(f"{csv_path}: class {classes[counts.argmin()].item()!r} has {counts.min()} bag(s); "
                              f"setting a quarter aside needs {HELD_OUT_FOLDS} of each class: give new_csv_path.")
         kept = stratified_folds(ds.y, n_repeats=1, n_folds=HELD_OUT_FOLDS, random_state=seed)[0]
-        return ds.subset(kept.train), ds.subset(kept.test)
+        train, held_out = ds.subset(kept.train), ds.subset(kept.test)
+        _check_folds(train, folds, f"{csv_path}, once a quarter of its bags is set aside,")
+        return train, held_out
     # By name: the model sees the training file's columns in the training file's order.
     features = list(ds.feature_names) if header else [int(n) for n in ds.feature_names]  # "5": column 5
     new = load_bags_csv(new_csv_path, bag_col=bag_col, label_col=label_col, feature_cols=features, **options)
@@ -88,7 +93,18 @@ def load_own_bags(csv_path: str | os.PathLike, new_csv_path: str | os.PathLike |
     if unknown:
         raise ValueError(f"{new_csv_path}: label(s) {unknown[:5]} of new_csv_path are not among {csv_path}'s "
                          f"classes {classes.tolist()}.")
+    _check_folds(ds, folds, str(csv_path))
     return ds, new
+
+
+def _check_folds(train: BagDataset, folds: int | None, what: str) -> None:
+    """The cross-validation's folds need ``folds`` training bags of every class: say so before any training."""
+    if folds is None:
+        return
+    classes, counts = np.unique(train.y, return_counts=True)
+    if counts.min() < folds:
+        raise ValueError(f"{what} has {counts.min()} training bag(s) of class {classes[counts.argmin()].item()!r}, "
+                         f"fewer than folds={folds}: lower folds.")
 
 
 def paired_fold_sentence(results: pd.DataFrame, method: str, baseline: str, names: dict | None = None) -> str:
