@@ -226,6 +226,19 @@ def parameter_reach(dataset: str, bags: Sequence[np.ndarray], y, fold, epochs: i
     little or much is read from these distances: a prototype that stays where it started keeps
     what its start measured.
 
+    Parameters
+    ----------
+    dataset : str
+        The benchmark whose Table 1 settings the fits use.
+    bags, y : sequence of arrays, array-like
+        The benchmark's bags and labels.
+    fold : Fold
+        Its ``train`` bags are fitted, its ``test`` bags scored; its ``seed`` seeds every fit.
+    epochs : int, default=None
+        Table 1's epochs when None (the "+ rates" probes run half as many).
+    device : str, default="cpu"
+        Where the fits train ("auto": CUDA when available); the distances are measured on the CPU.
+
     Returns
     -------
     reach : DataFrame, one row per probe: train and test accuracy, the median distance from a
@@ -251,7 +264,8 @@ def parameter_reach(dataset: str, bags: Sequence[np.ndarray], y, fold, epochs: i
 
         def keep_start(epoch, model, start=start):
             if epoch == 0:  # called once before training, with the initial parameters
-                start.update(P=model.prototypes.detach().clone(), W=model.weight.detach().clone())
+                # On the CPU, where the fitted model ends, whatever device trained it.
+                start.update(P=model.prototypes.detach().cpu().clone(), W=model.weight.detach().cpu().clone())
 
         est = PrototypeMILClassifier.from_configs(model_cfg, train_cfg, random_state=fold.seed, device=device,
                                                   standardization=by_name[setting].standardization)
