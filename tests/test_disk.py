@@ -101,6 +101,23 @@ def test_pt_dict_and_string_labels(tmp_path):
     assert data.sizes.tolist() == [3, 4, 5, 6] and list(data.y) == ["tumour", "normal"] * 2
 
 
+def test_what_a_folder_is_asked_for_that_it_cannot_give_is_an_error(tmp_path, problem):
+    bags, y = problem
+    data = DiskBagDataset(tmp_path, write_bag_folder(tmp_path, bags, y, fmt="pt"))  # one tensor per file
+    np.testing.assert_array_equal(data.instance_array(0, "features"), data[0])  # the features are that tensor
+    # Another array of a single-tensor file had been the features again, silently.
+    with pytest.raises(ValueError, match=r"holds one tensor \(the features\), no 'coords'"):
+        data.instance_array(0, "coords")
+    # numpy reads a short boolean mask's missing tail as False; a mask has one value per bag.
+    with pytest.raises(IndexError, match=r"a boolean mask of shape \(3,\) for 16 bags"):
+        data.subset(np.array([True, False, True]))
+    assert len(data.subset(np.arange(16) % 2 == 0)) == 8
+    for bad in (0, -1, 2.5):  # 0 had raised range()'s own error, -1 had yielded nothing
+        with pytest.raises(ValueError, match="chunk_size must be a positive integer"):
+            list(data.chunks(0, bad))
+    assert np.array_equal(np.concatenate([rows for _, rows in data.chunks(1, 2)]), data[1])
+
+
 @pytest.mark.parametrize("value, dtype, message", [
     (np.inf, np.float32, "NaN or infinite"), (-np.inf, np.float64, "NaN or infinite"),
     (np.nan, np.float16, "NaN or infinite"), (1e39, np.float64, "beyond float32's range"),

@@ -96,7 +96,7 @@ def _torch_load(path: Path):
         return _LEGACY_PT[key]
 
 
-def _load_pt(path: Path, key: str):
+def _load_pt(path: Path, key: str, entry_only: bool = False):
     import torch
 
     with open(path, "rb") as fh:
@@ -119,6 +119,9 @@ def _load_pt(path: Path, key: str):
         if key not in obj:
             raise BagFileError(f"{path}: the saved dict has no {key!r} entry (keys: {sorted(map(str, obj))}).")
         obj = obj[key]
+    elif entry_only:  # one saved tensor is the features: it is not the other array asked for
+        raise BagFileError(f"{path}: holds one tensor (the features), no {key!r}; save a dict of tensors to keep "
+                           "per-instance arrays beside the features.")
     if not isinstance(obj, torch.Tensor):
         raise BagFileError(f"{path}: expected a tensor or a dict with a {key!r} tensor, got {type(obj).__name__}.")
     return obj
@@ -166,10 +169,11 @@ def _h5_dataset(handle, path: Path, key: str, follow_links: bool):
     return node
 
 
-def open_array(path: Path, key: str, follow_links: bool = False):
+def open_array(path: Path, key: str, follow_links: bool = False, entry_only: bool = False):
     """An array-like (supports ``.shape``, ``.dtype`` and row slicing) over the file's features.
 
-    For ``.h5`` the caller must close the returned file handle (second value).
+    For ``.h5`` the caller must close the returned file handle (second value). ``entry_only``: a
+    ``.pt`` file must hold a dict with ``key`` (a single tensor is the features, not ``key``).
     """
     suffix = path.suffix.lower()
     if suffix == ".npy":
@@ -191,7 +195,7 @@ def open_array(path: Path, key: str, follow_links: bool = False):
         except (OSError, EOFError) as exc:
             raise BagFileError(f"{path}: a damaged .npy file ({first_line(exc)}).") from None
     if suffix == ".pt":
-        return _load_pt(path, key), None
+        return _load_pt(path, key, entry_only), None
     import h5py
 
     try:

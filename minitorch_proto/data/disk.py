@@ -34,6 +34,7 @@ import numpy as np
 from .bag_files import (FEATURE_SUFFIXES, LINK_ADVICE, BagFile, BagFileError, as_numpy, check_bag_id, escape_breaks,
                         first_line, kind_ok, open_array)
 from .containers import plain_labels
+from ..validation import check_chunk_size
 
 __all__ = ["BagFileError", "DiskBagDataset", "FEATURE_SUFFIXES", "write_bag_folder"]
 
@@ -267,9 +268,30 @@ class DiskBagDataset(Sequence):
                f"{self.n_features} features)"
 
     def subset(self, indices) -> "DiskBagDataset":
-        """The bags at ``indices`` (positions, or a boolean mask) as a dataset of the same files."""
+        """The bags at ``indices`` (positions, or a boolean mask) as a dataset of the same files.
+
+        No file is read: the subset keeps this dataset's folder and settings.
+
+        Parameters
+        ----------
+        indices : array-like of int, or boolean array
+            Positions of the bags (negative ones count from the end; a position may repeat), or a
+            mask that is True for each bag to keep.
+
+        Returns
+        -------
+        DiskBagDataset
+            The bags in the order of ``indices`` (a mask keeps this dataset's order).
+
+        Raises
+        ------
+        IndexError
+            If a position is out of range, or a boolean mask does not have one value per bag.
+        """
         idx = np.asarray(indices)
         if idx.dtype == bool:
+            if idx.shape != (len(self),):  # numpy would read a short mask's missing tail as False
+                raise IndexError(f"a boolean mask of shape {idx.shape} for {len(self)} bags.")
             idx = np.flatnonzero(idx)
         idx = idx.astype(np.int64).reshape(-1)
         if len(idx) and (idx.min() < -len(self) or idx.max() >= len(self)):
@@ -283,6 +305,24 @@ class DiskBagDataset(Sequence):
         ``.npy`` and ``.pt`` files are memory-mapped to read the rows, and the rows copied out: a
         view would hold the file open, and a fit that holds a thousand bags would run out of file
         descriptors (``ulimit -n`` is often 1,024).
+
+        Parameters
+        ----------
+        i : int
+            Position of the bag (negative counts from the end).
+        start, stop : int
+            Row range, as in a slice ``start:stop`` (a ``stop`` past the bag's end stops there).
+
+        Returns
+        -------
+        ndarray of shape (n_rows, n_features)
+            In the file's dtype (half-precision ``.pt`` tensors widened to float32).
+
+        Raises
+        ------
+        BagFileError
+            If the file can no longer be read or, with ``check_finite``, the rows hold NaN,
+            infinity or a value beyond float32's range.
         """
         f = self._files[i]
         try:
@@ -319,13 +359,31 @@ class DiskBagDataset(Sequence):
         Slide-processing tools store more than the features per bag, CLAM and TRIDENT the
         ``"coords"`` of every patch on the slide; this reads one such array, which must have one
         row per instance (``minitorch-proto explain --coords-key``). ``.npy`` files hold one array only.
+
+        Parameters
+        ----------
+        i : int
+            Position of the bag.
+        key : str
+            Name of the array: an HDF5 dataset, or an entry of the dict a ``.pt`` file holds.
+
+        Returns
+        -------
+        ndarray
+            At least 1-D, one row per instance.
+
+        Raises
+        ------
+        BagFileError
+            If the bag's file is a ``.npy`` file, its ``.h5`` file or ``.pt`` dict has no ``key``,
+            or that array's rows do not match the bag's instances.
         """
         f = self._files[i]
         if f.path.suffix.lower() == ".npy":
             raise BagFileError(f"{f.path}: a .npy file holds the features only, no {key!r}; save the bags as .h5 "
                                "or as .pt dicts to keep per-instance arrays beside them.")
         try:
-            arr, handle = open_array(f.path, key, self.follow_links)
+            arr, handle = open_array(f.path, key, self.follow_links, entry_only=key != self.key)
         except BagFileError as exc:  # the reader's words are about the features; here another array was asked for
             raise BagFileError(str(exc).split("; the features are read", 1)[0] + (
                 f"; {key!r} was asked for as a per-instance array (such as CLAM's 'coords')."
@@ -341,10 +399,25 @@ class DiskBagDataset(Sequence):
         return out
 
     def chunks(self, i: int, chunk_size: int) -> Iterator[tuple[int, np.ndarray]]:
-        """``(start, rows)`` pieces of bag ``i``, ``chunk_size`` instances at a time."""
-        n = self._files[i].n_instances
-        for start in range(0, n, int(chunk_size)):
-            yield start, self.rows(i, start, min(start + int(chunk_size), n))
+        """``(start, rows)`` pieces of bag ``i``, ``chunk_size`` instances at a time.
+
+        Parameters
+        ----------
+        i : int
+            Position of the bag.
+        chunk_size : int
+            Instances per piece, at least 1; the last piece may be shorter.
+
+        Yields
+        ------
+        start : int
+            Position of the piece's first instance in the bag.
+        rows : ndarray of shape (n_rows, n_features)
+            Those instances, as :meth:`rows` returns them.
+        """
+        n, step = self._files[i].n_instances, check_chunk_size(chunk_size)
+        for start in range(0, n, step):
+            yield start, self.rows(i, start, min(start + step, n))
 
     # ------------------------------------------------------------- metadata
     @property
@@ -389,7 +462,18 @@ class DiskBagDataset(Sequence):
         return out
 
     def to_memory(self, dtype=np.float64) -> list[np.ndarray]:
-        """Every bag as an in-memory array (only for collections that fit in memory)."""
+        """Every bag as an in-memory array (only for collections that fit in memory).
+
+        Parameters
+        ----------
+        dtype : numpy dtype, default=np.float64
+            dtype of the returned arrays.
+
+        Returns
+        -------
+        list of ndarray
+            One array of shape (n_instances_i, n_features) per bag, in this dataset's order.
+        """
         return [np.array(self[i], dtype=dtype) for i in range(len(self))]
 
 
