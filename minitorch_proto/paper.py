@@ -53,7 +53,27 @@ REPORTED_COUNTERPARTS: dict[str, str] = {"attention": "Attention", "gated_attent
 
 
 def paper_configs(dataset: str, epochs: int | None = None) -> tuple[PrototypeMILConfig, TrainConfig]:
-    """The paper's Table 1 model and training settings for a benchmark."""
+    """The paper's Table 1 model and training settings for a benchmark.
+
+    Parameters
+    ----------
+    dataset : str
+        One of ``"musk1"``, ``"musk2"``, ``"fox"``, ``"tiger"`` and ``"elephant"`` (any case).
+    epochs : int, default=None
+        Training epochs, at least 1; None gives Table 1's 100.
+
+    Returns
+    -------
+    model : PrototypeMILConfig
+        The model as written: D = 24 prototypes and Table 1's regularisers (the defaults).
+    train : TrainConfig
+        One bag per step and the data set's two Table 1 learning rates; other fields the defaults.
+
+    Raises
+    ------
+    ValueError
+        If ``dataset`` has no Table 1 settings or ``epochs`` is not a whole number >= 1.
+    """
     key = dataset.lower()
     if key not in TABLE1:
         raise ValueError(f"No Table 1 settings for {dataset!r}; known: {sorted(TABLE1)}.")

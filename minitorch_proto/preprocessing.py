@@ -39,7 +39,18 @@ class BagStandardizer:
         self.scale_: np.ndarray | None = None
 
     def fit(self, bags: Sequence[np.ndarray]) -> "BagStandardizer":
-        """Learn each feature's mean and standard deviation over all instances of ``bags`` ("feature" mode)."""
+        """Learn each feature's mean and standard deviation over all instances of ``bags`` ("feature" mode).
+
+        Parameters
+        ----------
+        bags : sequence of ndarray, each of shape (n_instances_i, n_features)
+            Training bags, all with the same number of features; read in ``"feature"`` mode only.
+
+        Returns
+        -------
+        self : BagStandardizer
+            With ``mean_`` and ``scale_`` set (in ``"feature"`` mode; otherwise unchanged).
+        """
         if self.mode == "feature":
             X = np.concatenate(bags, axis=0, dtype=np.float64)
             self.mean_ = X.mean(axis=0)
@@ -58,6 +69,21 @@ class BagStandardizer:
         pairwise update, so fitting bag by bag (or chunk by chunk, or shard by shard
         then :meth:`merge`) gives the statistics of :meth:`fit` on all the instances
         at once, to rounding, in one pass and without holding them together.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_instances, n_features) or (n_features,)
+            Instances to add (a 1-D array is one instance; an empty one adds nothing). Ignored
+            unless the mode is ``"feature"``.
+
+        Returns
+        -------
+        self : BagStandardizer
+
+        Raises
+        ------
+        ValueError
+            If ``X`` has another number of features than the instances added before.
         """
         if self.mode != "feature":
             return self
@@ -70,7 +96,23 @@ class BagStandardizer:
         return self._combine(len(X), mean, ((X - mean) ** 2).sum(axis=0))
 
     def merge(self, other: "BagStandardizer") -> "BagStandardizer":
-        """Fold another standardiser's running statistics (e.g. another process's shard) into this one."""
+        """Fold another standardiser's running statistics (e.g. another process's shard) into this one.
+
+        Parameters
+        ----------
+        other : BagStandardizer
+            Fed with :meth:`partial_fit` (or restored by :meth:`from_partial_state`). Only running
+            statistics are merged: one fitted with :meth:`fit` alone has none and adds nothing.
+
+        Returns
+        -------
+        self : BagStandardizer
+
+        Raises
+        ------
+        ValueError
+            If the two have seen instances with different numbers of features.
+        """
         if self.mode == "feature" and getattr(other, "n_seen_", 0):
             self._combine(other.n_seen_, other._mean, other._m2)
         return self
@@ -141,7 +183,22 @@ class BagStandardizer:
         return points, "instance-standardised"
 
     def transform(self, bags: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Standardise every bag (float64 arrays of the same shapes)."""
+        """Standardise every bag (float64 arrays of the same shapes).
+
+        Parameters
+        ----------
+        bags : sequence of ndarray, each of shape (n_instances_i, n_features)
+
+        Returns
+        -------
+        list of ndarray
+            One float64 array per bag, in the order of ``bags``.
+
+        Raises
+        ------
+        RuntimeError
+            If the mode is ``"feature"`` and the standardiser has not been fitted.
+        """
         return [self.transform_instances(b) for b in bags]
 
     def transform_stacked(self, bags: Sequence[np.ndarray]) -> np.ndarray:
@@ -160,7 +217,17 @@ class BagStandardizer:
         return X
 
     def fit_transform(self, bags: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """:meth:`fit` on ``bags``, then :meth:`transform` of the same bags."""
+        """:meth:`fit` on ``bags``, then :meth:`transform` of the same bags.
+
+        Parameters
+        ----------
+        bags : sequence of ndarray, each of shape (n_instances_i, n_features)
+
+        Returns
+        -------
+        list of ndarray
+            One float64 array per bag, in the order of ``bags``.
+        """
         return self.fit(bags).transform(bags)
 
     def get_state(self) -> dict:
@@ -171,7 +238,19 @@ class BagStandardizer:
     def from_state(cls, state: dict) -> "BagStandardizer":
         """The standardiser :meth:`get_state` describes (running statistics are not restored).
 
-        An unknown ``mode`` raises ValueError.
+        Parameters
+        ----------
+        state : dict
+            Keys ``mode``, ``mean`` and ``scale``, as :meth:`get_state` returns them.
+
+        Returns
+        -------
+        BagStandardizer
+
+        Raises
+        ------
+        ValueError
+            If ``mode`` is unknown.
         """
         obj = cls(state["mode"])
         obj.mean_ = None if state["mean"] is None else np.asarray(state["mean"])

@@ -154,7 +154,19 @@ class AttentionMIL(TorchMILClassifier):
 
 
 class GatedAttentionMIL(AttentionMIL):
-    """:class:`AttentionMIL` with ``gated=True`` by default (gated attention, Ilse et al. 2018)."""
+    """:class:`AttentionMIL` with ``gated=True`` by default (gated attention, Ilse et al. 2018).
+
+    Parameters
+    ----------
+    gated : bool, default=True
+        Use the gated attention mechanism; False gives :class:`AttentionMIL`'s plain attention.
+    hidden_sizes, attention_dim, dropout, lr, betas, weight_decay
+        As in :class:`AttentionMIL`, with the same defaults: ``(256, 128, 64)``, ``64``, ``0.5``, ``5e-4``,
+        ``(0.9, 0.999)``, ``5e-4``.
+    n_epochs, batch_size, device, n_threads, dtype, random_state, verbose
+        As in :class:`AttentionMIL`, with the same defaults: ``50``, ``1``, ``"cpu"``, ``1``, ``"float32"``,
+        ``None``, ``False``.
+    """
 
     def __init__(
         self,

@@ -167,10 +167,42 @@ class MINet(_MINNBase):
 class miNet(_MINNBase):  # noqa: N801 - the paper's name
     """Instance-space mi-Net (Wang et al. 2018): score instances, pool the probabilities.
 
-    Parameters are those of :class:`MINet`; ``pooling`` applies to instance probabilities,
-    each the probability of ``classes_[1]`` (the label that sorts last): with max pooling a
-    bag is of that class when one of its instances is, so name the witness class so that it
-    sorts last.
+    The parameters are :class:`MINet`'s, but ``pooling`` applies to instance probabilities, each
+    the probability of ``classes_[1]`` (the label that sorts last): with max pooling a bag is of
+    that class when one of its instances is, so name the witness class so that it sorts last.
+
+    Parameters
+    ----------
+    pooling : {"max", "mean", "lse"}, default="max"
+        MIL pooling of the instance probabilities ("ave" is accepted for "mean").
+    hidden_sizes : tuple of int, default=(256, 128, 64)
+        Widths of the ReLU layers.
+    dropout : float, default=0.5
+        Dropout rate after the last hidden layer (0 disables).
+    optimizer : {"sgd", "adam"}, default="sgd"
+    lr : float, default=5e-4
+        Initial learning rate.
+    momentum : float, default=0.9
+        SGD momentum (not used by Adam).
+    nesterov : bool, default=True
+        Nesterov momentum for SGD (not used by Adam).
+    lr_decay : float, default=1e-4
+        Time-based decay of either optimiser's rate, ``lr / (1 + lr_decay * step)``; 0 keeps ``lr``.
+    weight_decay : float, default=5e-3
+        Keras-style L2 coefficient on weight matrices (``weight_decay * ||W||^2`` added to the loss;
+        biases are not penalised).
+    n_epochs : int, default=50
+        Passes over the training bags.
+    batch_size : int, default=1
+        Bags per optimisation step (1 = the paper's per-bag training).
+    device : {"cpu", "cuda", "auto"} or torch.device, default="cpu"
+    n_threads : int or None, default=1
+        torch CPU threads during fit/predict (set, then restored); None leaves torch alone.
+    dtype : {"float32", "float64"}, default="float32"
+        Floating-point type of the network and data.
+    random_state : int, RandomState or None, default=None
+    verbose : bool, default=False
+        Show a tqdm progress bar over epochs.
     """
 
     def _build_network(self, n_features: int) -> nn.Module:

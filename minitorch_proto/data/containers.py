@@ -208,6 +208,23 @@ class BagDataset:
         :func:`~minitorch_proto.data.load_bags_csv` reads back as the same bags, labels and
         features, with the ids as text (a CSV reader keeps ids as written: ``1`` comes back
         ``"1"``); an empty id or label cannot be read back (the reader refuses blank cells).
+
+        Parameters
+        ----------
+        bag_col : str, default="bag"
+            Name of the bag-id column (the first).
+        label_col : str, default="label"
+            Name of the label column (the second).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``n_instances`` rows, bag after bag in the data set's order, instances in their bag's order.
+
+        Raises
+        ------
+        ValueError
+            If ``bag_col`` and ``label_col`` are the same, or either names a feature column.
         """
         names = ([str(n) for n in self.feature_names] if self.feature_names is not None
                  else [f"feature_{j + 1}" for j in range(self.n_features)])

@@ -508,6 +508,23 @@ def summarize(results: pd.DataFrame) -> pd.DataFrame:
     their standard deviation / sqrt(number of repetitions); NaN for one repetition),
     the same three for ``auc``, ``n_folds``, ``n_repeats`` and ``fit_seconds_total`` (the sum of the
     rows' ``fit_seconds``, each a model's share of its fit's wall time).
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        One row per fold, such as :func:`cross_validate` returns: at least the columns
+        ``dataset``, ``method``, ``evaluation``, ``repeat``, ``accuracy``, ``auc`` and ``fit_seconds``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (dataset, method, evaluation), in order of first appearance in ``results``:
+        those three columns, then the ones above.
+
+    Raises
+    ------
+    ValueError
+        If ``results`` has no rows.
     """
     if results.empty:
         raise ValueError("No results to summarise.")

@@ -484,7 +484,26 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
         self.device = device
 
     def fit(self, bags, y) -> "HalvingSearch":
-        """Search on inner splits of ``bags``, then refit the winner on all of them."""
+        """Search on inner splits of ``bags``, then refit the winner on all of them.
+
+        Parameters
+        ----------
+        bags : sequence of array-like of shape (n_instances, n_features)
+            One array per bag; bags may differ in size, not in features.
+        y : array-like of shape (n_bags,)
+            Bag labels (any sortable labels; ``classes_`` holds them sorted).
+
+        Returns
+        -------
+        self : HalvingSearch
+            Fitted. Nothing of an earlier fit survives; a fit that raises leaves the search unfitted.
+
+        Raises
+        ------
+        ValueError
+            If a bag is invalid, ``y`` holds one class, or its smallest class has fewer bags than
+            ``budget.inner_folds``.
+        """
         return self.fit_many([(bags, y)], estimators=[self])[0]
 
     def fit_many(self, train_sets, random_states=None, *, estimators=None, n_jobs: int = 1) -> list["HalvingSearch"]:
@@ -529,17 +548,49 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
         return estimators
 
     def decision_function(self, bags) -> np.ndarray:
-        """The refitted ensemble's decision function (two classes: the log-odds of ``classes_[1]``)."""
+        """The refitted ensemble's decision function (two classes: the log-odds of ``classes_[1]``).
+
+        Parameters
+        ----------
+        bags : sequence of array-like of shape (n_instances, n_features_in_)
+            Bags with the training bags' features, passed to ``best_estimator_``.
+
+        Returns
+        -------
+        ndarray of shape (n_bags,) for two classes, else (n_bags, n_classes)
+        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.decision_function(bags)
 
     def predict_proba(self, bags) -> np.ndarray:
-        """Class probabilities of the refitted ensemble."""
+        """Class probabilities of the refitted ensemble.
+
+        Parameters
+        ----------
+        bags : sequence of array-like of shape (n_instances, n_features_in_)
+            Bags with the training bags' features, passed to ``best_estimator_``.
+
+        Returns
+        -------
+        ndarray of shape (n_bags, n_classes)
+            Columns in ``classes_`` order.
+        """
         check_is_fitted(self, "best_estimator_")
         return self.best_estimator_.predict_proba(bags)
 
     def predict(self, bags) -> np.ndarray:
-        """The class of largest probability."""
+        """The class of largest probability.
+
+        Parameters
+        ----------
+        bags : sequence of array-like of shape (n_instances, n_features_in_)
+            Bags with the training bags' features, passed to ``best_estimator_``.
+
+        Returns
+        -------
+        ndarray of shape (n_bags,)
+            Labels from ``classes_``.
+        """
         return self.classes_[np.argmax(self.predict_proba(bags), axis=1)]
 
     def choices(self) -> dict:
