@@ -85,6 +85,15 @@ def test_notebook_is_committed_clean_with_a_parameters_cell(notebook):
     assert not unknown, f"{notebook.name}: quick parameters {sorted(unknown)} are not in its parameters cell"
 
 
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_papermill_reads_every_parameter(notebook):
+    """``papermill --help-notebook`` lists them all: a line it cannot parse (an ``=`` in its comment) drops that
+    parameter from the listing, and papermill then calls the parameter unknown when it is passed."""
+    papermill = pytest.importorskip("papermill")
+    names = _assigned_names("".join(_parameters_cell(json.loads(notebook.read_text()))["source"]))
+    assert set(papermill.inspect_notebook(str(notebook))) == names
+
+
 def _output_text(cell: dict) -> str:
     parts = []
     for output in cell.get("outputs", []):
