@@ -699,3 +699,22 @@ def test_read_mil_csv_refuses_bag_ids_past_64_bits(tmp_path):
     path.write_text(f"1,{2**63 + 1},0.1,0.2\n0,{2**63 + 2},1,1\n")
     with pytest.raises(ValueError, match="beyond 2\\*\\*63 - 1"):
         read_mil_csv(path)  # they had come back negative
+
+
+def test_the_constant_columns_method_md_counts_stay_finite_once_standardised(shared_mil):
+    """book/method.md and BagStandardizer's notes give 106 to 120 constant columns of 230 (Tiger, Fox, Elephant)."""
+    from minitorch_proto.data import load_benchmark
+    from minitorch_proto.evaluation import stratified_folds
+    from minitorch_proto.preprocessing import BagStandardizer
+
+    counts = {}
+    for name in ("tiger", "fox", "elephant"):
+        data = load_benchmark(name, data_dir=shared_mil)
+        constant = np.concatenate(data.bags).std(0) <= 1e-12
+        counts[name] = int(constant.sum())
+        fold = stratified_folds(data.y, n_repeats=1, n_folds=10)[0]
+        train = [data.bags[i] for i in fold.train]
+        std = BagStandardizer("feature").fit(train)
+        out = np.concatenate(std.transform([data.bags[i] for i in fold.test]))
+        assert np.isfinite(out).all() and np.ptp(out[:, constant], axis=0).max() == 0.0
+    assert counts == {"tiger": 106, "fox": 108, "elephant": 120}

@@ -251,3 +251,18 @@ def test_reproduce_method_builds_the_variant_and_keeps_overrides():
     m, t = cli_models.monotone_configs(args, mconf, tconf)
     assert (m.monotone, m.pooling, m.layer_norm, m.n_prototypes, m.init) == (True, ("min",), False, 32, "kmeans++")
     assert (t.epochs, t.lr_prototypes, t.batch_size) == (7, 1e-2, 4)  # the command line's epochs win
+
+
+def test_with_the_witness_class_sorting_first_the_variant_learns_the_poison():
+    """book/monotone.md's warning: the guarantee is for ``classes_[1]``. Named the other way round, the
+    single-concept test's poison (in negative training bags only) becomes admissible presence evidence:
+    the training bags are fitted and the test bags, whose poison sits in the positives, all misread."""
+    from minitorch_proto.book import default_mil_unit_test_models
+    from minitorch_proto.data import make_single_concept_test
+
+    factory = default_mil_unit_test_models(include_baselines=False)["prototype (monotone)"]
+    (train, test) = make_single_concept_test(random_state=0, n_train=100, n_test=100)
+    right = factory(0).fit(train.bags, train.y)
+    assert right.score(test.bags, test.y) >= 0.95
+    flipped = factory(0).fit(train.bags, 1 - train.y)
+    assert flipped.score(train.bags, 1 - train.y) >= 0.95 and flipped.score(test.bags, 1 - test.y) <= 0.05
