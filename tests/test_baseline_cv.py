@@ -69,6 +69,21 @@ def test_common_budget_never_fits_or_scales_on_test_bags(small, monkeypatch, one
     assert res.method.iloc[0] == BCV.budget_label("bag_stats", "common")
 
 
+@pytest.mark.parametrize("method", ["bag_stats", "attention", "prototype"])
+def test_every_fold_is_standardised_on_its_own_training_bags(method, small, one_torch_thread):
+    """Scores alone cannot see a scaler fitted across folds (every fold of this toy set scores 1.0): the fitted
+    estimators' statistics are compared with those of each fold's training instances."""
+    bags, y, folds = small
+    bags = [b * (1 + 5 * (i % 3)) + i for i, b in enumerate(bags)]  # bags far apart: any other pool moves the mean
+    estimator = make(method).set_params(epochs=2, n_prototypes=3) if method == "prototype" else make(method)
+    _, fitted = cross_validate(estimator, bags, y, folds, return_estimators=True)
+    for fold, est in zip(folds, fitted):
+        train = np.concatenate([bags[i] for i in fold.train])
+        std = est.standardizer_
+        np.testing.assert_allclose(std.mean_, train.mean(0), rtol=1e-10)
+        np.testing.assert_allclose(std.scale_, train.std(0), rtol=1e-10)
+
+
 def test_seed_ensemble_averages_its_members(small, one_torch_thread):
     bags, y, folds = small
     est = InnerCVSelection(StandardizedMIL(BASELINES["attention"](0)), [{"estimator__lr": 5e-4}], n_seeds=2)

@@ -116,6 +116,10 @@ def test_what_a_folder_is_asked_for_that_it_cannot_give_is_an_error(tmp_path, pr
         with pytest.raises(ValueError, match="chunk_size must be a positive integer"):
             list(data.chunks(0, bad))
     assert np.array_equal(np.concatenate([rows for _, rows in data.chunks(1, 2)]), data[1])
+    every = data.subset([3, 0]).to_memory(np.float32)
+    assert [b.dtype for b in every] == [np.float32] * 2
+    np.testing.assert_array_equal(every[0], bags[3].astype(np.float32))
+    np.testing.assert_array_equal(every[1], bags[0].astype(np.float32))
 
 
 @pytest.mark.parametrize("value, dtype, message", [

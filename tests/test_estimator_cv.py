@@ -74,7 +74,9 @@ def test_save_and_load_round_trip(tmp_path):
     with pytest.raises(FileNotFoundError):
         load_model(tmp_path / "missing.pt")
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(Exception):
+    from minitorch_proto.serialization import ModelFileError
+
+    with pytest.raises(ModelFileError, match="junk.pt is damaged or not a minitorch_proto model file"):
         load_model(tmp_path / "junk.pt")
 
 

@@ -207,8 +207,11 @@ def test_projection_puts_prototypes_on_training_instances(fitted, data):
     assert report["train_accuracy_after"] == pytest.approx(np.mean(projected.predict(bags) == y))
     assert report["test_accuracy_before"] == pytest.approx(np.mean(clf.predict(X_test) == y_test))
     assert report["test_accuracy_after"] == pytest.approx(np.mean(projected.predict(X_test) == y_test))
-    for key in ("train_auc_before", "train_auc_after", "test_auc_before", "test_auc_after"):
-        assert 0.0 <= report[key] <= 1.0
+    from sklearn.metrics import roc_auc_score
+
+    for split, (X, labels) in {"train": (bags, y), "test": (X_test, y_test)}.items():
+        for when, model in (("before", clf), ("after", projected)):
+            assert report[f"{split}_auc_{when}"] == pytest.approx(roc_auc_score(labels, model.predict_proba(X)[:, 1]))
     # without refitting, the head is the original one
     assert torch.equal(projected.model_.weight, clf.model_.weight)
 

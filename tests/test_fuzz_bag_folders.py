@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from minitorch_proto import cli
@@ -121,6 +121,14 @@ def _safe_name(bag_id: str) -> bool:
     return bag_id not in ("", ".", "..") and not any(c in bag_id for c in "/\\\x00")
 
 
+def _clean(ids, kinds, labels) -> bool:
+    """Nothing a reader should refuse: distinct plain ids, valid arrays, labels 0/1 or yes/no."""
+    used = labels[: len(ids)]
+    return (len(set(ids)) == len(ids) and all(i.isascii() and i.isalnum() for i in ids)
+            and all(k in ("npy", "pt", "h5") for k in kinds[: len(ids)])
+            and (all(v in (0, 1) and not isinstance(v, str) for v in used) or all(v in ("yes", "no") for v in used)))
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     ids=st.lists(st.one_of(st.sampled_from(ODD_IDS), st.text(min_size=0, max_size=6),
@@ -130,6 +138,7 @@ def _safe_name(bag_id: str) -> bool:
                     max_size=5),
     seed=st.integers(0, 2**16),
 )
+@example(ids=["b1", "b22", "0001"], kinds=["npy", "pt", "h5", "dir", "dir"], labels=[0, 1, 1, 0, 0], seed=0)  # clean
 def test_a_strangers_folder_loads_or_fails_in_one_line(ids, kinds, labels, seed):
     base = Path(tempfile.mkdtemp(prefix="fuzzbags"))
     try:
@@ -155,6 +164,8 @@ def test_a_strangers_folder_loads_or_fails_in_one_line(ids, kinds, labels, seed)
         except (BagFileError, FileNotFoundError) as exc:
             event(f"refused: {type(exc).__name__}")
             assert "\n" not in str(exc) and str(exc).strip()
+            # A reader that refuses everything would pass the lines above: a folder with nothing wrong loads.
+            assert not _clean(ids, kinds, labels), f"a clean folder was refused: {exc}"
             assert "weights_only=False" not in str(exc)
         finally:
             _WATCHING[0] = False

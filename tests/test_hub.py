@@ -444,3 +444,6 @@ def test_large_seeds_reach_every_member_and_fold_of_the_recommended_model(scaled
     bags, y = scaled
     est = PrototypeMILClassifier.recommended(n_prototypes=3, random_state=2**32 - 1).fit(bags, y)
     assert est.predict_proba(bags).shape == (len(bags), 2)  # member 1's seed 2**32 had failed in scikit-learn
+    # The members stay two models (a seed clamped into range, not wrapped, would make member 1 member 0 again).
+    first, second = (m.prototypes.detach().numpy() for m in est.models_)
+    assert len(est.models_) == 2 and not np.array_equal(first, second)

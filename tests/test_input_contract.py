@@ -677,10 +677,8 @@ def test_wording_for_other_separators_modified_benchmarks_and_odd_bags(tmp_path,
         check_bags([np.ones((2, 2)), [[1.0, 2.0], [3.0]]])
 
 
-@pytest.mark.skipif(not (Path(__file__).resolve().parents[2] / "shared" / "data" / "mil" / "Musk1.csv").is_file(),
-                    reason="needs ../shared/data/mil")
-def test_a_modified_benchmark_copy_is_pointed_at_the_command_line_not_the_api(tmp_path, capsys):
-    original = Path(__file__).resolve().parents[2] / "shared" / "data" / "mil" / "Musk1.csv"
+def test_a_modified_benchmark_copy_is_pointed_at_the_command_line_not_the_api(tmp_path, capsys, shared_mil):
+    original = shared_mil / "Musk1.csv"
     (tmp_path / "Musk1.csv").write_text("".join(original.read_text().splitlines(keepends=True)[:-3]))
     code, _, err = _run(capsys, "cv", "--dataset", "musk1", "--data-dir", tmp_path, "--no-verify", "--no-download",
                         "--repeats", "1", "--folds", "2", *FAST)

@@ -251,6 +251,7 @@ def test_compare_script_adds_balanced_accuracy_on_shared_folds(monkeypatch, tmp_
     by = {k: g.sort_values("fold")[["fold", "n_test", "seed"]].to_numpy() for k, g in rows.groupby("key")}
     np.testing.assert_array_equal(by["miles"], by["bag_stats"])
     assert rows["balanced_accuracy"].between(0, 1).all()
+    assert (rows["balanced_accuracy"] != rows["accuracy"]).any()
     table = (tmp_path / "out" / "table.md").read_text()
     assert "balanced accuracy" in table and "`miles`" in table
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
@@ -295,3 +296,24 @@ def test_compare_on_bags_runs_every_method_a_key_names_once():
     assert len(method_keys("all", "m")) > 5
     with pytest.raises(ValueError, match="^parameter pathology_methods: unknown method 'prototype-recomended'"):
         method_keys(["miles", "prototype-recomended"], "pathology_methods")
+
+
+def test_balanced_accuracy_is_the_mean_recall_of_each_fold_model():
+    from sklearn.metrics import recall_score
+
+    from minitorch_proto.book import compare_on_bags
+    from minitorch_proto.data import BagDataset
+    from minitorch_proto.evaluation import stratified_folds
+
+    from .conftest import make_concept_bags
+
+    bags, y = make_concept_bags(n_bags=40, seed=3, shift=1.5)
+    y[np.flatnonzero(y == 1)[:6]] = 0  # 14 positive, 26 negative
+    toy = BagDataset("toy", bags, y, np.arange(1, 41))
+    folds = stratified_folds(y, n_repeats=1, n_folds=3)
+    rows, fitted = compare_on_bags(toy, folds, ["bag_stats"])
+    for (_, row), fold, model in zip(rows.iterrows(), folds, fitted["bag_stats"]):
+        pred = model.predict([bags[i] for i in fold.test])
+        recalls = recall_score(y[fold.test], pred, average=None, labels=[0, 1])
+        assert row.balanced_accuracy == pytest.approx(recalls.mean())
+    assert (rows["balanced_accuracy"] != rows["accuracy"]).any()  # unbalanced: the two differ somewhere

@@ -31,6 +31,33 @@ def test_push_copies_the_nearest_instance():
         np.testing.assert_array_equal(pushed[d], bags[src[d, 0]][src[d, 1]])
 
 
+def test_push_goes_by_the_models_own_distance():
+    # The prototype [10, 0] is nearest to [5, 0.5] as a point and to [1, 0] as a direction.
+    bags = [np.array([[1.0, 0.0], [5.0, 0.5]]), np.array([[-3.0, 4.0]])]
+    P = np.array([[10.0, 0.0], [-2.0, 3.0]])
+    assert push_prototypes(P, bags)[1].tolist() == [[0, 1], [1, 0]]
+    pushed, src = push_prototypes(P, bags, metric="cosine")
+    assert src.tolist() == [[0, 0], [1, 0]]
+    np.testing.assert_array_equal(pushed, [[1.0, 0.0], [-3.0, 4.0]])
+
+
+def test_the_estimator_pushes_by_its_distance(data):
+    """The trained prototypes (the last epoch's, before the push) go to their nearest instance in cosine
+    distance, the recommended model's; a rate large enough to move them makes the Euclidean choice differ."""
+    from minitorch_proto.distances import pairwise_distance
+
+    bags, y = data
+    last = {}
+    clf = PrototypeMILClassifier.recommended(random_state=0, **{**FAST, "lr_prototypes": 0.3})
+    clf.fit(bags, y, on_epoch_end=lambda epoch, model: last.update(P=model.prototypes.detach().double().clone()))
+    X = torch.as_tensor(np.concatenate(clf.standardizer_.transform(bags)))
+    first = np.cumsum([0] + [len(b) for b in bags])[clf.prototype_sources_[0][:, 0]]
+    chosen = first + clf.prototype_sources_[0][:, 1]
+    assert clf.distance == "cosine"
+    np.testing.assert_array_equal(chosen, pairwise_distance(X, last["P"], "cosine").numpy().argmin(0))
+    assert (chosen != pairwise_distance(X, last["P"], "euclidean").numpy().argmin(0)).any()
+
+
 def test_every_pushed_prototype_is_the_training_instance_its_source_names(data):
     bags, y = data
     clf = PrototypeMILClassifier.recommended(random_state=3, **{**FAST, "n_seeds": 2}).fit(bags, y)
@@ -78,7 +105,14 @@ def test_class_weights_equal_duplicated_bags():
     np.testing.assert_allclose(ref.coef_, dup.coef_, rtol=1e-4, atol=1e-6)
     # and the package's head is that weighted fit, with its scaling folded into the weights
     np.testing.assert_allclose(w2 @ X.T + b2, (dup.coef_ @ Z.T + dup.intercept_), rtol=1e-6, atol=1e-8)
+    # The package's weighted head is scikit-learn's weighted fit on its own standardisation of X (the weights
+    # reach the solver), and differs from the unweighted head on these bags.
     assert w.shape == (1, 4) and b.shape == (1,)
+    Zx = (X - X.mean(0)) / X.std(0)
+    own = LogisticRegression(C=1.0, solver="liblinear", class_weight={1: 2.0}, max_iter=5000).fit(Zx, y)
+    np.testing.assert_allclose(w @ X.T + b, own.coef_ @ Zx.T + own.intercept_, rtol=1e-6, atol=1e-8)
+    w0, b0, *_ = fit_convex_head(X, y, 2, Cs=[1.0])
+    assert np.abs((w @ X.T + b) - (w0 @ X.T + b0)).max() > 0.05
 
 
 def test_head_options_are_checked(data):
