@@ -337,7 +337,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         list of PrototypeMILClassifier
-            Fitted copies, in the order of ``seeds`` (this estimator itself stays unfitted).
+            Fitted copies, in the order of ``seeds`` (this estimator itself is not changed).
         """
         seeds = [seed_from(s) for s in seeds]  # 0.7 is refused as random_state=0.7 is, not read as 0
         if not seeds:

@@ -73,7 +73,7 @@ class BagStandardizer:
         Parameters
         ----------
         X : ndarray of shape (n_instances, n_features) or (n_features,)
-            Instances to add (a 1-D array is one instance; an empty one adds nothing). Ignored
+            Instances to add (a 1-D array is one instance; an array of no rows adds nothing). Ignored
             unless the mode is ``"feature"``.
 
         Returns

@@ -377,7 +377,7 @@ def test_estimator_matches_the_sequential_reference_trainer(backend):
 
 def test_cv_on_float32_bags_pools_each_bag_once_with_the_same_result(monkeypatch):
     """Folds share bag objects; converting float32 bags must not give every fold its own copy of each."""
-    import minitorch_proto.estimator as estimator_module
+    import minitorch_proto.estimator_training as estimator_module
 
     pooled = []
     shipped = estimator_module.shared_pool

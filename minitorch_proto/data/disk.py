@@ -375,8 +375,9 @@ class DiskBagDataset(Sequence):
         Raises
         ------
         BagFileError
-            If the bag's file is a ``.npy`` file, its ``.h5`` file or ``.pt`` dict has no ``key``,
-            or that array's rows do not match the bag's instances.
+            If the bag's file is a ``.npy`` file or a ``.pt`` file of one tensor (the features, unless
+            ``key`` names them), its ``.h5`` file or ``.pt`` dict has no ``key``, or that array's rows do
+            not match the bag's instances.
         """
         f = self._files[i]
         if f.path.suffix.lower() == ".npy":
