@@ -217,7 +217,8 @@ def main() -> None:
 
         write_frozen(results, "recommended_candidates",
                      command="MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/recommended_lodo.py "
-                             "--out benchmarks/out/lodo --freeze (round 1, then --candidates for rounds 2-7)",
+                             "--out benchmarks/out/lodo --freeze (every candidate's rows in --out; the rounds were run "
+                             "one after another with --candidates, each merged into the same results.csv)",
                      description=f"per-fold results of 5 x stratified 10-fold CV (the folds of measured_results) of "
                                  f"{len(set(results['method']))} candidate recipes of the recommended prototype model "
                                  f"(benchmarks/recommended_lodo.py: ROUND_1 fixed before any run, ROUND_2 written "
