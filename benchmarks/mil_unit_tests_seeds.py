@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         # Rows were appended over several sessions: say per model which commit made them.
         versions = table.fillna({"code_version": "unknown"}).groupby("model")["code_version"].unique()
         write_frozen(table, "mil_unit_tests_seeds",
-                     command=f"python benchmarks/mil_unit_tests_seeds.py --seeds {seed_text(table['seed'])} --out {args.out}",
+                     command=(f"python benchmarks/mil_unit_tests_seeds.py --seeds {seed_text(table['seed'])} --out {args.out}, "
+                              f"then the same with --freeze"),
                      description="MIL unit tests (single_concept, multi_concept, false_frequency; 200/200 bags; "
                                  "pass: test accuracy >= 0.75) per model and seed",
                      seeds_per_model={str(k): int(v) for k, v in n.items()},

@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         n = table.groupby("model")["seed"].nunique()
         versions = table.fillna({"code_version": "unknown"}).groupby("model")["code_version"].unique()
         write_frozen(table, "mil_unit_tests_torchmil",
-                     command=f"python benchmarks/mil_unit_tests_torchmil.py --seeds {seed_text(table['seed'])} --out {args.out}",
+                     command=(f"python benchmarks/mil_unit_tests_torchmil.py --seeds {seed_text(table['seed'])} --out {args.out}, "
+                              f"then the same with --freeze"),
                      description="MIL unit tests on torchmil's generators (SCStandardMILDataset, MCStandardMILDataset, "
                                  "FalseFrequencyMILDataset; D=10, 200/200 bags, B=12; pass: test accuracy >= 0.75) "
                                  "per model and seed",
