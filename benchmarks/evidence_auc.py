@@ -160,7 +160,10 @@ def main(argv: list[str] | None = None) -> int:
                                  "seed, the paper's D = 2 model and the recommended model fitted on the same "
                                  "training bags; bag AUC/accuracy on the test bags, the sweep's digit-like test "
                                  "of the evidence prototype, and the instance-level AUC of each evidence score "
-                                 "on the positive test bags (benchmarks/evidence_auc.py)",
+                                 "on the positive test bags (benchmarks/evidence_auc.py). evidence_prototype is "
+                                 "1-based; for a seed ensemble it indexes member * D + prototype over every "
+                                 "member's prototypes, and an instance's evidence score is the mean of the "
+                                 "members' scores",
                      k=K, min_hits=MIN_HITS, **({"note": args.note} if args.note else {}))
     pd.set_option("display.width", 200)
     print(table.round(3).to_string(index=False))
