@@ -48,23 +48,9 @@ from .bags import POOLINGS, BagBatch, segment_pool
 from .distances import available_distances, pairwise_distance, safe_sqrt
 from .validation import check_int
 
-__all__ = [
-    "PrototypeMILConfig",
-    "PrototypeMIL",
-    "compat_config",
-    "monotone_config",
-    "project_monotone_",
-    "init_prototypes",
-    "normalize_features",
-    "head_logits",
-    "loss_terms",
-    "penalty_terms",
-    "cross_entropy",
-    "pooled_from_distances",
-    "init_head",
-    "LOSS_TERMS",
-    "KMEANS_SAMPLE",
-]
+__all__ = ["PrototypeMILConfig", "PrototypeMIL", "compat_config", "monotone_config", "project_monotone_",
+           "init_prototypes", "normalize_features", "head_logits", "loss_terms", "penalty_terms", "cross_entropy",
+           "pooled_from_distances", "init_head", "LOSS_TERMS", "KMEANS_SAMPLE"]
 
 LOSS_TERMS = ("cross_entropy", "weight_penalty", "prototype_penalty", "distance_penalty")
 
@@ -150,14 +136,11 @@ class PrototypeMILConfig:
             value = getattr(self, name)
             if not np.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value}.")
-        if self.weight_penalty not in ("l1", "l2"):
-            raise ValueError(f"weight_penalty must be 'l1' or 'l2', got {self.weight_penalty!r}.")
-        if self.prototype_penalty not in ("norm", "pairwise"):
-            raise ValueError(f"prototype_penalty must be 'norm' or 'pairwise', got {self.prototype_penalty!r}.")
-        if self.distance_penalty not in ("min", "pooled"):
-            raise ValueError(f"distance_penalty must be 'min' or 'pooled', got {self.distance_penalty!r}.")
-        if self.init not in ("normal", "instances", "kmeans++"):
-            raise ValueError(f"init must be 'normal', 'instances' or 'kmeans++', got {self.init!r}.")
+        choices = {"weight_penalty": ("l1", "l2"), "prototype_penalty": ("norm", "pairwise"),
+                   "distance_penalty": ("min", "pooled"), "init": ("normal", "instances", "kmeans++")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}.")
         if self.monotone and (pooling != ("min",) or self.layer_norm):
             # Mean/max pooling count or bound instances and layer norm couples the prototypes:
             # either breaks the monotone bag score (book/monotone.md).
@@ -199,18 +182,22 @@ def compat_config(config: PrototypeMILConfig | None = None, **overrides) -> Prot
     Pseudo-distance clamped at 0, min+max+mean pooling (that code's order),
     no layer norm, no bias, pairwise prototype penalty, distance penalty on every
     pooled feature. Training-loop deviations live in ``TrainConfig``.
+
+    Parameters
+    ----------
+    config : PrototypeMILConfig, default=None
+        The configuration to start from (D, init, λs ...); None means the paper's.
+    **overrides
+        Fields set after the published code's, e.g. ``layer_norm=True`` to measure one switch.
+
+    Returns
+    -------
+    PrototypeMILConfig
+        A new configuration; ``config`` is not changed.
     """
-    base = config or PrototypeMILConfig()
-    compat = dict(
-        distance="pseudo",
-        pooling=("min", "max", "mean"),
-        layer_norm=False,
-        bias=False,
-        prototype_penalty="pairwise",
-        distance_penalty="pooled",
-    )
-    compat.update(overrides)
-    return replace(base, **compat)
+    compat = dict(distance="pseudo", pooling=("min", "max", "mean"), layer_norm=False, bias=False,
+                  prototype_penalty="pairwise", distance_penalty="pooled")
+    return replace(config or PrototypeMILConfig(), **{**compat, **overrides})
 
 
 def monotone_config(config: PrototypeMILConfig | None = None, **overrides) -> PrototypeMILConfig:
@@ -222,15 +209,25 @@ def monotone_config(config: PrototypeMILConfig | None = None, **overrides) -> Pr
     can then never lower its positive score, repeating one changes nothing, and each
     prototype's term comes from one instance (``book/monotone.md``).
 
+    Parameters
+    ----------
+    config : PrototypeMILConfig, default=None
+        The configuration to start from; None means the paper's.
+    **overrides
+        Fields set last; with ``monotone`` left True, non-min ``pooling`` or ``layer_norm=True`` raises ValueError.
+
+    Returns
+    -------
+    PrototypeMILConfig
+        A new configuration; ``config`` is not changed.
+
     Examples
     --------
     >>> monotone_config(n_prototypes=8).pooling
     ('min',)
     """
-    base = config or PrototypeMILConfig()
     settings = dict(pooling=("min",), layer_norm=False, monotone=True)
-    settings.update(overrides)
-    return replace(base, **settings)
+    return replace(config or PrototypeMILConfig(), **{**settings, **overrides})
 
 
 @torch.no_grad()

@@ -86,7 +86,20 @@ class TrainConfig:
 
 
 def compat_train_config(config: TrainConfig | None = None, **overrides) -> TrainConfig:
-    """The published code's loop: sampling with replacement, rate halved every 40 epochs, no zero_grad."""
+    """The published code's loop: sampling with replacement, rate halved every 40 epochs, no zero_grad.
+
+    Parameters
+    ----------
+    config : TrainConfig, default=None
+        The loop to start from (epochs, rate, batch size, seed ...); None means the paper's.
+    **overrides
+        Fields set after the published code's, e.g. ``accumulate_gradients=False`` to measure one switch.
+
+    Returns
+    -------
+    TrainConfig
+        A new configuration; ``config`` is not changed.
+    """
     base = config or TrainConfig()
     compat = dict(sampling="replacement", lr_halving_every=40, accumulate_gradients=True)
     compat.update(overrides)
