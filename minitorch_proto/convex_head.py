@@ -69,7 +69,7 @@ import torch
 
 from .distances import median_pairwise_distance
 from .utils import torch_threads
-from .validation import derived_seed
+from .validation import check_bool, derived_seed
 
 __all__ = ["push_prototypes", "nearest_instances", "fit_convex_head", "ConvexHead", "HeadWorkers", "refit_members",
            "check_head_options", "check_head_repeats", "check_head_scoring", "check_head_threshold", "best_cut",
@@ -496,8 +496,7 @@ def check_head_options(head: str, class_weight, bias: bool, monotone: bool, thre
     """One-line errors for head settings that cannot work together (checked before training)."""
     if head not in ("gradient", "logistic"):
         raise ValueError(f"head must be 'gradient' or 'logistic', got {head!r}.")
-    if not isinstance(similarity, (bool, np.bool_)):
-        raise ValueError(f"head_similarity must be True or False, got {similarity!r}.")
+    check_bool("head_similarity", similarity)
     if similarity and head != "logistic":
         raise ValueError("head_similarity=True needs head='logistic' (the similarity block is fitted by the convex head).")
     check_head_scoring(scoring)

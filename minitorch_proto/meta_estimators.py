@@ -329,6 +329,7 @@ class InnerCVSelection(_Wrapper):
         grid = _candidates(self.grid)
         for e in estimators:
             check_int("n_seeds", e.n_seeds)
+            check_int("inner_folds", e.inner_folds, 2)
         top_k = self.top_k
         if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or not 1 <= top_k <= len(grid):
             raise ValueError(f"top_k must be an integer from 1 to the number of candidates ({len(grid)}), "

@@ -46,7 +46,7 @@ from torch import nn
 
 from .bags import POOLINGS, BagBatch, segment_pool
 from .distances import available_distances, pairwise_distance, safe_sqrt
-from .validation import check_int
+from .validation import check_bool, check_int, check_number
 
 __all__ = ["PrototypeMILConfig", "PrototypeMIL", "compat_config", "monotone_config", "project_monotone_",
            "init_prototypes", "normalize_features", "head_logits", "loss_terms", "penalty_terms", "cross_entropy",
@@ -121,6 +121,8 @@ class PrototypeMILConfig:
         pooling = tuple(self.pooling) if not isinstance(self.pooling, str) else (self.pooling,)
         object.__setattr__(self, "pooling", pooling)
         object.__setattr__(self, "n_prototypes", check_int("n_prototypes", self.n_prototypes))
+        for name in ("layer_norm", "bias", "monotone"):  # "False" read from text would be truthy
+            object.__setattr__(self, name, check_bool(name, getattr(self, name)))
         if self.distance not in available_distances():
             raise ValueError(f"Unknown distance {self.distance!r}; choose from {available_distances()}.")
         if not pooling or any(p not in POOLINGS for p in pooling) or len(set(pooling)) != len(pooling):
@@ -133,9 +135,7 @@ class PrototypeMILConfig:
         if not np.isfinite(self.layer_norm_eps) or self.layer_norm_eps < 0:
             raise ValueError(f"layer_norm_eps must be a finite number >= 0, got {self.layer_norm_eps}.")
         for name in ("lambda_w", "lambda_p", "lambda_d"):
-            value = getattr(self, name)
-            if not np.isfinite(value) or value < 0:
-                raise ValueError(f"{name} must be a finite number >= 0, got {value}.")
+            check_number(name, getattr(self, name), inclusive=True)
         choices = {"weight_penalty": ("l1", "l2"), "prototype_penalty": ("norm", "pairwise"),
                    "distance_penalty": ("min", "pooled"), "init": ("normal", "instances", "kmeans++")}
         for name, allowed in choices.items():

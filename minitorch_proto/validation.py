@@ -15,7 +15,7 @@ import numpy as np
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 __all__ = [
-    "check_bags", "check_shared_bags", "check_labels", "check_same_length", "seed_from", "check_chunk_size",
+    "check_bool", "check_number", "check_bags", "check_shared_bags", "check_labels", "check_same_length", "seed_from", "check_chunk_size",
     "frame_columns", "align_frames", "check_distance_range", "check_finite_scores", "check_int",
     "base_seed", "check_named_bags", "derived_seed", "frames_in_model_order", "own_feature_names", "fresh_fit",
     "fits_fresh",
@@ -35,6 +35,25 @@ def check_int(name: str, value, minimum: int | None = 1) -> int:
     if minimum is not None and int(value) < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value!r}.")
     return int(value)
+
+
+def check_bool(name: str, value) -> bool:
+    """``value`` as a bool if it is True or False (numpy's too); a one-line ValueError naming ``name`` otherwise.
+
+    A string such as ``"False"`` (a setting read from text) is truthy: taken as it is, it would mean True.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
+
+
+def check_number(name: str, value, *, minimum: float = 0.0, inclusive: bool = False) -> float:
+    """``value`` as a float if it is a finite real number > ``minimum`` (>= with ``inclusive``); else a one-line
+    ValueError naming ``name``. Strings and bools are refused (``"1e-3"`` is a mistake to say, not to guess)."""
+    real = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+    if not real or not np.isfinite(value) or (value < minimum if inclusive else value <= minimum):
+        raise ValueError(f"{name} must be a finite number {'>=' if inclusive else '>'} {minimum:g}, got {value!r}.")
+    return float(value)
 
 
 def check_bags(

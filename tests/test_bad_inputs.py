@@ -427,6 +427,9 @@ def test_crafted_model_file_never_runs_its_payload(env: Env):
 
 
 def test_every_single_bit_flip_in_a_model_file_is_caught(env: Env, tmp_path):
+    # A flip the reader lets through must change nothing: "1e-08" -> "1E-08", or a 17th digit of a
+    # recorded loss that parses to the same double. Which bytes are such digits moves with the file's
+    # recorded epoch seconds, so "all 200 caught" failed on about one file in ten.
     data = env.model.read_bytes()
     rng = np.random.default_rng(0)
     caught = 0
@@ -437,11 +440,14 @@ def test_every_single_bit_flip_in_a_model_file_is_caught(env: Env, tmp_path):
         p = tmp_path / "flip.safetensors"
         p.write_bytes(bytes(bad))
         try:
-            load_model(p)
+            loaded = load_model(p)
         except ModelFileError as exc:
             assert "\n" not in str(exc)
             caught += 1
-    assert caught == len(positions)
+            continue
+        assert loaded.get_params() == env.clf.get_params() and loaded.history_ == env.clf.history_, pos
+        np.testing.assert_array_equal(loaded.predict_proba(env.bags), env.clf.predict_proba(env.bags))
+    assert caught >= len(positions) - 5
 
 
 def test_out_errors_come_before_any_work(env: Env, monkeypatch):

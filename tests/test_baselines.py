@@ -462,3 +462,27 @@ def test_reported_table2():
     assert REPORTED_TABLE2["MI-Net"]["elephant"] == 0.872
     assert REPORTED_TABLE2_SE["mi-SVM"]["musk1"] is None
     assert "reported, not measured" in REPORTED_TABLE2_STATUS
+
+
+def test_tuning_reads_a_class_weight_dict_in_the_users_labels(problem):
+    # The inner candidates were fitted on the codes 0/1 against a dict keyed by the user's labels:
+    # {1, 2} weighted the other class while tuning, strings and {-1, 1} failed.
+    bags, y = problem["train"][:24], problem["y_train"][:24]
+    grid = {"C": [0.1, 1.0, 10.0]}
+    codes = MILES(tune=True, class_weight={0: 20.0}, param_grid=grid, random_state=0).fit(bags, y)
+    shifted = MILES(tune=True, class_weight={1: 20.0}, param_grid=grid, random_state=0).fit(bags, y + 1)
+    assert [r["mean_accuracy"] for r in shifted.cv_results_] == [r["mean_accuracy"] for r in codes.cv_results_]
+    named = MISVM(tune=True, class_weight={"neg": 2.0}, param_grid={"C": [0.5, 1.0]}, random_state=0)
+    assert named.fit(bags, np.where(y == 1, "pos", "neg")).cv_results_
+
+
+@pytest.mark.parametrize("make,name", [
+    (lambda: MILES(tune=True, inner_cv=1), "inner_cv"), (lambda: MISVM(tune=True, inner_cv=2.5), "inner_cv"),
+    (lambda: MILES(tune="False"), "tune"), (lambda: MILES(sigma_scale=0.0), "sigma_scale"),
+    (lambda: MILES(sigma_scale=-1.0), "sigma_scale"), (lambda: MISVM(gamma_scale=0.0), "gamma_scale"),
+    (lambda: MISVM(gamma="foo"), "gamma"), (lambda: BagStatistics(C="x"), "C"),
+    (lambda: GatedAttentionMIL(gated="False", n_epochs=1), "gated"), (lambda: miNet(lr=-1.0, n_epochs=1), "lr"),
+])
+def test_baseline_settings_that_cannot_work_are_named(problem, make, name):
+    with pytest.raises(ValueError, match=f"^{name} must"):
+        make().fit(problem["train"][:24], problem["y_train"][:24])

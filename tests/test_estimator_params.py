@@ -119,3 +119,20 @@ def test_check_estimator_runs_and_fails_only_for_known_reasons():
         text = str(r["exception"])
         bag_reason = "list of bags" in text or "sequence of 2-D arrays" in text
         assert bag_reason or r["check_name"] in KNOWN_OTHER_FAILURES, (r["check_name"], text[:200])
+
+
+@pytest.mark.parametrize("name", ["bias", "monotone", "push", "accumulate_gradients", "layer_norm"])
+def test_switches_refuse_the_string_false(name):
+    # "False" read from a config file is truthy: it gave exactly the True model before.
+    bags, y = make_concept_bags(n_bags=12, n_features=3, seed=1)
+    with pytest.raises(ValueError, match=f"{name} must be True or False"):
+        PrototypeMILClassifier(**{name: "False"}, epochs=1, n_prototypes=3).fit(bags, y)
+    assert PrototypeMILConfig(layer_norm=np.bool_(False)).to_dict()["layer_norm"] is False  # numpy's bool is one
+
+
+@pytest.mark.parametrize("name,value", [("lambda_w", "x"), ("lambda_d", float("nan")), ("lr_prototypes", -1.0),
+                                        ("lr_classifier", "1e-3")])
+def test_rates_and_penalties_refuse_non_numbers_naming_them(name, value):
+    bags, y = make_concept_bags(n_bags=12, n_features=3, seed=1)
+    with pytest.raises(ValueError, match=f"{name} must be a finite number"):
+        PrototypeMILClassifier(**{name: value}, epochs=1, n_prototypes=3).fit(bags, y)

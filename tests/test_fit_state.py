@@ -199,3 +199,16 @@ def test_halving_search_draws_a_seed_for_none_and_decides_like_its_refit(data, m
         search = tuning.HalvingSearch(random_state=None).fit(bags, y)
     assert seen[0] != seen[1]  # None was always 0
     np.testing.assert_allclose(search.decision_function(bags), search.best_estimator_.decision_function(bags))
+
+
+def test_an_unfitted_search_raises_not_fitted_and_a_wrong_budget_is_named(data):
+    from minitorch_proto.evaluation.tuning import HalvingSearch
+    from minitorch_proto.meta_estimators import InnerCVSelection
+
+    bags, y = data
+    with pytest.raises(NotFittedError):  # was an AttributeError on classes_
+        HalvingSearch().predict(bags)
+    with pytest.raises(ValueError, match="budget must be a SearchBudget"):
+        HalvingSearch(budget={"inner_folds": 3}).fit(bags, y)
+    with pytest.raises(ValueError, match="inner_folds must be >= 2"):  # it skipped tuning, blaming the data
+        InnerCVSelection(_small(), [{"epochs": 1}, {"epochs": 2}], inner_folds=1).fit(bags, y)

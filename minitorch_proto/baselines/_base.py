@@ -23,7 +23,7 @@ from sklearn.model_selection import ParameterGrid, StratifiedKFold
 from sklearn.utils.validation import check_is_fitted
 
 from ..utils import rank_candidates
-from ..validation import check_bags, check_labels, check_named_bags, frames_in_model_order
+from ..validation import check_bags, check_int, check_labels, check_named_bags, frames_in_model_order
 
 SOURCE_PAPER = "paper"
 SOURCE_DEFAULT = "default"
@@ -172,7 +172,7 @@ def select_by_inner_cv(
     Returns the best parameter dict and one record per candidate.
     """
     counts = np.bincount(y_enc, minlength=2)
-    k = int(min(n_splits, counts.min()))
+    k = min(check_int("inner_cv", n_splits, 2), int(counts.min()))
     grid = list(ParameterGrid(param_grid))
     if k < 2 or len(grid) == 0:
         warnings.warn(
@@ -193,7 +193,8 @@ def select_by_inner_cv(
             with warnings.catch_warnings():
                 # extreme grid corners may not converge; that only lowers their inner score
                 warnings.simplefilter("ignore", ConvergenceWarning)
-                est.fit([bags[i] for i in train_idx], y_enc[train_idx])
+                # The labels as given: a class_weight dict names the user's classes, not the codes 0/1.
+                est.fit([bags[i] for i in train_idx], estimator.classes_[y_enc[train_idx]])
             acc, auc = _inner_score(est, [bags[i] for i in val_idx], y_enc[val_idx])
             accs.append(acc)
             aucs.append(auc)

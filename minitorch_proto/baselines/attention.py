@@ -32,6 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..validation import check_bool
 from ._base import SOURCE_PAPER
 from ._torch import TorchMILClassifier, make_mlp, segment_softmax, segment_sum
 
@@ -137,7 +138,7 @@ class AttentionMIL(TorchMILClassifier):
         if int(self.attention_dim) < 1:
             raise ValueError(f"attention_dim must be >= 1, got {self.attention_dim}.")
         return _AttentionNet(
-            n_features, tuple(self.hidden_sizes), float(self.dropout), int(self.attention_dim), bool(self.gated)
+            n_features, tuple(self.hidden_sizes), float(self.dropout), int(self.attention_dim), check_bool("gated", self.gated)
         )
 
     def _make_optimizer(self, net: nn.Module, fused: bool | None = None):

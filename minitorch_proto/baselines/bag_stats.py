@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.linear_model import LogisticRegression
 
-from ..validation import fits_fresh
+from ..validation import check_number, fits_fresh
 from ._base import SOURCE_DEFAULT, BaseMILClassifier
 
 __all__ = ["BagStatistics", "bag_statistics"]
@@ -83,8 +83,7 @@ class BagStatistics(BaseMILClassifier):
         """Fit the logistic regression on the training bags' statistics."""
         bags, y_enc = self._validate_fit_data(bags, y)
         stats = _check_statistics(self.statistics)
-        if float(self.C) <= 0:
-            raise ValueError(f"C must be positive, got {self.C}.")
+        check_number("C", self.C)
         self.classifier_ = LogisticRegression(
             C=float(self.C), solver="lbfgs", max_iter=int(self.max_iter),
             class_weight=self._class_weight_for(), random_state=self.random_state,

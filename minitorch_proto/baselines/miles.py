@@ -46,7 +46,7 @@ from sklearn.svm import LinearSVC
 from sklearn.utils import check_random_state
 
 from ..distances import median_pairwise_distance
-from ..validation import fits_fresh
+from ..validation import check_bool, check_number, fits_fresh
 from ._base import SOURCE_DEFAULT, SOURCE_TUNED, BaseMILClassifier, select_by_inner_cv, stack_bags
 
 __all__ = ["MILES", "miles_embedding", "median_pairwise_distance"]
@@ -171,19 +171,19 @@ class MILES(BaseMILClassifier):
     def fit(self, bags: Sequence[np.ndarray], y: ArrayLike) -> "MILES":
         """Embed the training bags on their own instances and fit the L1 classifier."""
         bags, y_enc = self._validate_fit_data(bags, y)
-        if self.C is None or float(self.C) <= 0:
-            raise ValueError(f"C must be positive, got {self.C}.")
+        check_number("C", self.C)
         if self.classifier not in ("svm", "logistic"):
             raise ValueError(f"classifier must be 'svm' or 'logistic', got {self.classifier!r}.")
-        if self.sigma is not None and float(self.sigma) <= 0:
-            raise ValueError(f"sigma must be positive, got {self.sigma}.")
+        if self.sigma is not None:
+            check_number("sigma", self.sigma)
+        check_number("sigma_scale", self.sigma_scale)
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(0, 2**31 - 1))
         for stale in ("best_params_", "cv_results_"):
             self.__dict__.pop(stale, None)
-        if self.tune:
+        if check_bool("tune", self.tune):
             grid = self.param_grid if self.param_grid is not None else DEFAULT_MILES_GRID
-            best, results = select_by_inner_cv(self, bags, y_enc, grid, int(self.inner_cv), seed)
+            best, results = select_by_inner_cv(self, bags, y_enc, grid, self.inner_cv, seed)
             self.cv_results_ = results
             if best:
                 self.best_params_ = best
@@ -199,8 +199,8 @@ class MILES(BaseMILClassifier):
         sigma_scale = overrides.get("sigma_scale", self.sigma_scale)
         concepts, _ = stack_bags(bags)
         self.concepts_ = concepts
-        if sigma is None:
-            sigma = float(sigma_scale) * median_pairwise_distance(concepts, random_state=seed)
+        if sigma is None:  # a grid's values are checked here, as the constructor's are in fit
+            sigma = check_number("sigma_scale", sigma_scale) * median_pairwise_distance(concepts, random_state=seed)
         self.sigma_ = float(sigma)
         self.C_ = float(C)
         emb = miles_embedding(bags, concepts, self.sigma_, self.max_block)

@@ -40,7 +40,7 @@ from numpy.typing import ArrayLike
 from sklearn.svm import SVC
 from sklearn.utils import check_random_state
 
-from ..validation import fits_fresh
+from ..validation import check_bool, check_number, fits_fresh
 from ._base import (
     SOURCE_DEFAULT,
     SOURCE_TUNED,
@@ -183,17 +183,19 @@ class MISVM(BaseMILClassifier):
     def fit(self, bags: Sequence[np.ndarray], y: ArrayLike) -> "MISVM":
         """Run the mi-SVM relabelling loop on the training bags."""
         bags, y_enc = self._validate_fit_data(bags, y)
-        if float(self.C) <= 0:
-            raise ValueError(f"C must be positive, got {self.C}.")
+        check_number("C", self.C)
+        check_number("gamma_scale", self.gamma_scale)
+        if self.gamma not in ("scale", "auto"):
+            check_number("gamma", self.gamma)
         if int(self.max_iter) < 1:
             raise ValueError(f"max_iter must be >= 1, got {self.max_iter}.")
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(0, 2**31 - 1))
         for stale in ("best_params_", "cv_results_"):
             self.__dict__.pop(stale, None)
-        if self.tune:
+        if check_bool("tune", self.tune):
             grid = self.param_grid if self.param_grid is not None else DEFAULT_MISVM_GRID
-            best, results = select_by_inner_cv(self, bags, y_enc, grid, int(self.inner_cv), seed)
+            best, results = select_by_inner_cv(self, bags, y_enc, grid, self.inner_cv, seed)
             self.cv_results_ = results
             if best:
                 self.best_params_ = best
@@ -223,7 +225,7 @@ class MISVM(BaseMILClassifier):
 
     def _fit_final(self, bags, y_enc, seed, **overrides):
         C = float(overrides.get("C", self.C))
-        gamma_scale = float(overrides.get("gamma_scale", self.gamma_scale))
+        gamma_scale = check_number("gamma_scale", overrides.get("gamma_scale", self.gamma_scale))
         bags = self._subsample(bags, y_enc, seed)
         X, offsets = stack_bags(bags)
         sizes = np.diff(offsets)

@@ -525,6 +525,8 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
         from ..validation import base_seed, check_labels, check_shared_bags
 
         budget = self.budget or SearchBudget()
+        if not isinstance(budget, SearchBudget):
+            raise ValueError(f"budget must be a SearchBudget or None, got {type(budget).__name__}.")
         encoded, classes0, seen = [], None, {}
         for bags, y in train_sets:
             bags = check_shared_bags(bags, seen, dtype=None)  # folds share bags; float32 kept, as fit keeps it
@@ -591,7 +593,8 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_bags,)
             Labels from ``classes_``.
         """
-        return self.classes_[np.argmax(self.predict_proba(bags), axis=1)]
+        proba = self.predict_proba(bags)  # first: unfitted, it raises NotFittedError, not a missing classes_
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def choices(self) -> dict:
         """The chosen setting and its inner score, one row of a choices table."""

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
 
-from ..validation import check_int
+from ..validation import check_bool, check_int, check_number
 
 __all__ = ["TrainConfig", "compat_train_config", "epoch_batches"]
 
@@ -53,10 +53,9 @@ class TrainConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "epochs", check_int("epochs", self.epochs))
         object.__setattr__(self, "batch_size", check_int("batch_size", self.batch_size))
+        object.__setattr__(self, "accumulate_gradients", check_bool("accumulate_gradients", self.accumulate_gradients))
         for name in ("lr_prototypes", "lr_classifier"):
-            v = getattr(self, name)
-            if not np.isfinite(v) or v <= 0:
-                raise ValueError(f"{name} must be a positive number, got {v}.")
+            check_number(name, getattr(self, name))
         if self.sampling not in ("shuffle", "replacement"):
             raise ValueError(f"sampling must be 'shuffle' or 'replacement', got {self.sampling!r}.")
         if self.lr_halving_every is not None:
