@@ -10,6 +10,15 @@ __all__ = ["BagStandardizer", "STANDARDIZATIONS"]
 STANDARDIZATIONS = ("feature", "instance", "none")
 
 
+def _scale(std: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """``std``, with 1 where the spread is only rounding (a constant feature stays constant).
+
+    Rounding is relative: a column of 12345.678 has a computed spread near 1e-11, not 0, and an absolute
+    1e-12 cut gave it that scale, so a test value 0.001 away standardised to 4e7.
+    """
+    return np.where(std > 1e-12 * np.maximum(1.0, np.abs(mean)), std, 1.0)
+
+
 class BagStandardizer:
     """Z-score the features of bags.
 
@@ -59,7 +68,7 @@ class BagStandardizer:
             X -= self.mean_
             np.multiply(X, X, out=X)
             std = np.sqrt(np.add.reduce(X, axis=0) / len(X))
-            self.scale_ = np.where(std > 1e-12, std, 1.0)
+            self.scale_ = _scale(std, self.mean_)
         return self
 
     def partial_fit(self, X: np.ndarray) -> "BagStandardizer":
@@ -131,7 +140,7 @@ class BagStandardizer:
         self.n_seen_ = n_a + int(n_b)
         std = np.sqrt(self._m2 / self.n_seen_)
         self.mean_ = self._mean.copy()
-        self.scale_ = np.where(std > 1e-12, std, 1.0)
+        self.scale_ = _scale(std, self.mean_)
         return self
 
     def get_partial_state(self) -> dict:
@@ -159,7 +168,7 @@ class BagStandardizer:
         if self.mode == "instance":
             mu = X.mean(axis=1, keepdims=True)
             sd = X.std(axis=1, keepdims=True)
-            return (X - mu) / np.where(sd > 1e-12, sd, 1.0)
+            return (X - mu) / _scale(sd, mu)
         if self.mean_ is None:
             raise RuntimeError("BagStandardizer(mode='feature') must be fitted before transform.")
         return (X - self.mean_) / self.scale_

@@ -76,6 +76,22 @@ def test_streaming_standardiser_equals_the_concatenated_fit(problem):
     np.testing.assert_allclose(merged.scale_, whole.scale_, rtol=1e-12)
 
 
+def test_a_constant_feature_of_large_value_stays_constant():
+    # Its computed spread is rounding (about 1e-11 at 12345.678): an absolute 1e-12 cut took it as the
+    # scale, so a value 0.001 away standardised to 4e7 and outweighed every other distance.
+    rng = np.random.default_rng(0)
+    bags = [np.column_stack([rng.normal(size=n), np.full(n, 12345.678)]) for n in (30, 50, 70)]
+    whole = BagStandardizer("feature").fit(bags)
+    streamed = BagStandardizer("feature")
+    for bag in bags:
+        streamed.partial_fit(bag)
+    for fitted in (whole, streamed):
+        assert fitted.scale_[1] == 1.0
+        assert abs(fitted.transform_instances(np.array([[0.0, 12345.679]]))[0, 1]) < 0.01
+    row = BagStandardizer("instance").transform_instances(np.full((1, 4), 12345.678))
+    assert np.abs(row).max() < 1e-6  # an instance of equal large features, likewise
+
+
 def test_cross_validation_on_disk_equals_in_memory(tmp_path, problem, one_torch_thread):
     from minitorch_proto.estimator import PrototypeMILClassifier
     from minitorch_proto.evaluation.cv import cross_validate, stratified_folds

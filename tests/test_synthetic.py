@@ -224,6 +224,14 @@ def test_toy_rejects_bad_arguments():
         make_toy_bags(concept=(0.0, 0.0, 0.0))
 
 
+@pytest.mark.parametrize("kwargs", [dict(offset=float("nan")), dict(offset=float("inf")),
+                                    dict(scatter=float("nan")), dict(concept=(float("nan"), 1.0))])
+def test_toy_refuses_non_finite_arguments(kwargs):
+    # NaN passed the range checks and the instance resampling loop never returned.
+    with pytest.raises(ValueError, match="finite"):
+        make_toy_bags(**kwargs)
+
+
 # --------------------------------------------------------------------------------------
 # Unit-test generators
 # --------------------------------------------------------------------------------------

@@ -254,13 +254,16 @@ def make_toy_bags(
             f"instances_per_bag must be at least 2 (a positive bag needs a concept instance and "
             f"another one); got {k}."
         )
+    # NaN passes every comparison, and the resampling loops below would then never end.
+    if not all(np.isfinite(v) for v in (offset, concept_noise, scatter)):
+        raise ValueError(f"offset, concept_noise and scatter must be finite; got {offset}, {concept_noise}, {scatter}.")
     if offset <= 0 or concept_noise < 0 or scatter < 0:
         raise ValueError("offset must be > 0 and concept_noise, scatter must be >= 0.")
     if 2 * concept_noise >= offset / 2:
         raise ValueError("concept_noise is too large for offset: need 2 * concept_noise < offset / 2.")
     c = np.asarray(concept, dtype=np.float64).reshape(-1)
-    if c.shape != (2,):
-        raise ValueError(f"concept must be a point with 2 features; got shape {c.shape}.")
+    if c.shape != (2,) or not np.isfinite(c).all():
+        raise ValueError(f"concept must be a finite point with 2 features; got {c}.")
     rng = _rng(random_state)
     n_pos, n_neg = _split_counts(n_bags, "n_bags")
     ex, ey = np.array([1.0, 0.0]), np.array([0.0, 1.0])
