@@ -128,6 +128,9 @@ def test_what_a_folder_is_asked_for_that_it_cannot_give_is_an_error(tmp_path, pr
     with pytest.raises(IndexError, match=r"a boolean mask of shape \(3,\) for 16 bags"):
         data.subset(np.array([True, False, True]))
     assert len(data.subset(np.arange(16) % 2 == 0)) == 8
+    for bad in (["1"], [0.9], 1.0):  # the id "1" had given the bag at position 1, 0.9 position 0
+        with pytest.raises(IndexError, match="bag positions must be integers"):
+            data[bad] if not isinstance(bad, list) else data.subset(bad)
     for bad in (0, -1, 2.5):  # 0 had raised range()'s own error, -1 had yielded nothing
         with pytest.raises(ValueError, match="chunk_size must be a positive integer"):
             list(data.chunks(0, bad))

@@ -94,7 +94,9 @@ def test_write_bag_folder_refuses_what_its_reader_would_and_writes_nothing(data,
         "NaN": (dict(bags=[bags[0], np.full_like(bags[1], np.nan)], y=y[:2], bag_ids=None), "NaN"),
         "missing label": (dict(bags=bags[:2], y=[1, None], bag_ids=None), "missing label"),
         "labels short": (dict(bags=bags[:3], y=y[:2], bag_ids=None), "3 bags but 2 labels"),
-        "label read back as missing": (dict(bags=bags[:2], y=["NA", "pos"], bag_ids=None), "'NA' would read back"),
+        "label read back as missing": (dict(bags=bags[:2], y=["NA", "1"], bag_ids=None), "'NA' would read back"),
+        "labels one number": (dict(bags=bags[:3], y=["01", "1", "1"], bag_ids=None), "are the same number"),
+        "labels one word": (dict(bags=bags[:3], y=["a", " a", "a"], bag_ids=None), "differ only in case"),
     }
     for name, (kwargs, words) in cases.items():
         root = tmp_path / name.replace(" ", "_")
@@ -104,6 +106,8 @@ def test_write_bag_folder_refuses_what_its_reader_would_and_writes_nothing(data,
     labels = write_bag_folder(tmp_path / "ok", bags[:4], y[:4], ["007", "7", "07", "x"])
     ds = DiskBagDataset(tmp_path / "ok", labels)
     assert list(ds.bag_ids) == ["007", "7", "07", "x"]
+    named = write_bag_folder(tmp_path / "na", bags[:2], ["NA", "tumour"])  # among names, NA is a class
+    assert sorted(DiskBagDataset(tmp_path / "na", named).y.tolist()) == ["NA", "tumour"]
     np.testing.assert_array_equal(ds[1], bags[1].astype(np.float32))
 
 

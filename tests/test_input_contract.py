@@ -634,6 +634,12 @@ def test_the_library_reader_refuses_headers_pandas_would_invent_names_for(tmp_pa
     frame.set_axis(["bag", "label", "f0", "f0", "f2"], axis=1).to_csv(tmp_path / "twice.csv", index=False)
     with pytest.raises(ValueError, match="names 'f0' twice"):
         load_bags_csv(tmp_path / "twice.csv")
+    # Any keyword had turned the check off, the docstring's own sep=";" and encoding= too.
+    frame.set_axis(["bag", "label", "f0", "f0", "f2"], axis=1).to_csv(tmp_path / "semi.csv", index=False, sep=";")
+    with pytest.raises(ValueError, match="names 'f0' twice"):
+        load_bags_csv(tmp_path / "semi.csv", sep=";")
+    with pytest.raises(ValueError, match="column 0 has no name in the header"):
+        load_bags_csv(tmp_path / "indexed.csv", encoding="utf-8")
     (tmp_path / "bad.csv").write_bytes("bag,label,f\xe9\n".encode("latin-1") + b"a,0,1\n")
     with pytest.raises(ValueError, match=r"bad.csv is not a readable CSV \(another encoding"):
         load_bags_csv(tmp_path / "bad.csv")

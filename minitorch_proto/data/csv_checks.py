@@ -147,17 +147,19 @@ def labels_from_text(texts: pd.Series, where: str, label_col) -> pd.Series:
     return texts
 
 
-def header_names(path: str | os.PathLike) -> list[str]:
+def header_names(path: str | os.PathLike, delimiter: str = ",", encoding: str | None = None) -> list[str]:
     """The header row as written (pandas renames repeats "a", "a" to "a", "a.1" and blanks to "Unnamed: 2")."""
     import csv
 
-    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
-        return next(csv.reader(fh), [])
+    encoding = "utf-8-sig" if encoding in (None, "utf-8", "utf8") else encoding
+    with open(path, newline="", encoding=encoding, errors="replace") as fh:
+        return next(csv.reader(fh, delimiter=delimiter), [])
 
 
-def check_header(path: str | os.PathLike, parsed, where: str) -> None:
+def check_header(path: str | os.PathLike, parsed, where: str, delimiter: str = ",",
+                 encoding: str | None = None) -> None:
     """Refuse a header whose names pandas had to invent: they would become features nobody named."""
-    written = header_names(path)
+    written = header_names(path, delimiter, encoding)
     if len(written) != len(parsed) or looks_like_data(written):
         return  # another dialect than the csv module's, or no header at all (the bag-column check says so)
     blank = [j for j, n in enumerate(written) if not n.strip()]

@@ -286,13 +286,17 @@ class DiskBagDataset(Sequence):
         Raises
         ------
         IndexError
-            If a position is out of range, or a boolean mask does not have one value per bag.
+            If a position is out of range or not an integer (a bag id is not a position), or a boolean mask
+            does not have one value per bag.
         """
         idx = np.asarray(indices)
         if idx.dtype == bool:
             if idx.shape != (len(self),):  # numpy would read a short mask's missing tail as False
                 raise IndexError(f"a boolean mask of shape {idx.shape} for {len(self)} bags.")
             idx = np.flatnonzero(idx)
+        if idx.size and idx.dtype.kind not in "iu":  # "1" is an id, not position 1; 0.9 is no position
+            raise IndexError(f"bag positions must be integers, got {idx.dtype} values such as {idx.flat[0]!r} (for "
+                             "ids: pd.Index(ds.bag_ids).get_indexer(ids)).")
         idx = idx.astype(np.int64).reshape(-1)
         if len(idx) and (idx.min() < -len(self) or idx.max() >= len(self)):
             raise IndexError(f"bag indices out of range for {len(self)} bags.")
@@ -560,8 +564,12 @@ def write_bag_folder(
                          "unique.")
     if y is not None:
         check_labels(y, len(ids), min_classes=1)
-        # The reader parses the labels file as pandas does: a label such as "NA" would come back missing.
-        back = pd.read_csv(io.StringIO(pd.DataFrame({"y": list(y)}).to_csv(index=False)))["y"]
+        # Read back as DiskBagDataset reads the labels file: "01" beside "1" (one number), "NA" among numbers
+        # (missing) are refused now, not by the reader of the finished folder; "NA" among names is a class.
+        from .csv_checks import read_labels
+
+        text = pd.DataFrame({"y": list(y)}).to_csv(index=False)
+        back = read_labels(pd.read_csv(io.StringIO(text), dtype=str), io.StringIO(text), "y", "the labels")
         if back.isna().any():
             raise ValueError(f"label {list(y)[int(np.flatnonzero(back.isna())[0])]!r} would read back as a missing "
                              "label (pandas reads it so); use another name for that class.")

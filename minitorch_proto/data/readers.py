@@ -477,8 +477,12 @@ def load_bags_csv(
         df = pd.read_csv(path, dtype=dtype, **read_csv_kwargs)
         if "index_col" not in read_csv_kwargs:  # an index the caller asked for is no sign of a short header
             check_row_widths(df, str(path))
+        sep = read_csv_kwargs.get("sep", read_csv_kwargs.get("delimiter", ","))
+        if set(read_csv_kwargs) <= {"sep", "delimiter", "encoding"} and isinstance(sep, str) and len(sep) == 1:
+            # The header as the csv module reads it with the same separator; header=, skiprows= and the like
+            # move or replace it, so it is then the caller's.
+            check_header(path, df.columns, str(path), sep, read_csv_kwargs.get("encoding"))
         if not read_csv_kwargs:  # with skiprows, header=... and the like, lines are not rows + 2
-            check_header(path, df.columns, str(path))
             index_by_line(df)
         if bag_col in df.columns:
             df[bag_col] = ids_as_written(df, path, bag_col, **read_csv_kwargs)
