@@ -506,8 +506,15 @@ def test_load_bags_csv_round_trip(tmp_path):
         (lambda d: d.drop(columns="bag"), r"'bag'.*not found"),
         (lambda d: d.assign(label=[1, 0, 1, np.nan, 0]), r"'label'.*missing"),
         (lambda d: d.assign(bag=["zeta", None, "zeta", "mid", None]), r"'bag'.*missing"),
+        # These had given pandas' "truth value of a Series is ambiguous", dropped an imaginary part with a
+        # warning, and merged 1 with True (two bags into one, two classes into one).
+        (lambda d: d.set_axis(["bag", "bag", *d.columns[2:]], axis=1), "name 'bag' appears twice"),
+        (lambda d: d.assign(f1=d["f1"] + 5j), r"'f1'.*not numeric"),
+        (lambda d: d.assign(bag=pd.Series([1, True, 1, 0, False], dtype=object)), r"bag column 'bag' mixes True"),
+        (lambda d: d.assign(label=pd.Series([True, 0, True, 1, 0], dtype=object)), r"label column 'label' mixes True"),
     ],
-    ids=["nan", "string-feature", "mixed-labels", "empty", "no-bag-col", "nan-label", "missing-bag"],
+    ids=["nan", "string-feature", "mixed-labels", "empty", "no-bag-col", "nan-label", "missing-bag",
+         "repeated-name", "complex", "bool-and-number-ids", "bool-and-number-labels"],
 )
 def test_from_dataframe_bad_inputs(change, pattern):
     with pytest.raises(ValueError, match=pattern):
@@ -692,6 +699,15 @@ def test_a_continuous_label_names_its_file_and_column(tmp_path):
         load_bags_csv(path)
     with pytest.raises(FileNotFoundError, match="is a file, not a folder"):
         read_split_files(path, "musk1")
+
+
+def test_read_mil_csv_refuses_one_id_spelled_two_ways(tmp_path):
+    path = tmp_path / "ids.csv"
+    path.write_text("1,007,0.1,0.2\n1,7,0.3,0.4\n0,8,1,1\n0,9,1,2\n")
+    with pytest.raises(ValueError, match="bag ids '007' and '7' in column 2 are one number"):
+        read_mil_csv(path)  # the two bags had been one bag 7 of two instances
+    data = load_bags_csv(path, header=None, bag_col=1, label_col=0)  # as the message says
+    assert data.bag_ids.tolist() == ["007", "7", "8", "9"]
 
 
 def test_read_mil_csv_refuses_bag_ids_past_64_bits(tmp_path):

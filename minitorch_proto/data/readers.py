@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import numbers
 import os
 from pathlib import Path
 from typing import Iterable
@@ -191,6 +192,14 @@ def read_mil_csv(path: str | os.PathLike, name: str | None = None) -> BagDataset
                          "one number. Write them as whole numbers.")
     else:
         ids = raw_ids.astype(np.int64)
+    # Bags are numbered here, and "007", "7" and "7.0" are one number: two bags written so would merge silently.
+    spelled = pd.read_csv(path, header=None, usecols=[1], dtype=str).iloc[:, 0].str.strip().to_numpy()
+    per_id = pd.Series(spelled).groupby(ids).nunique()
+    if (per_id > 1).any():
+        first = np.unique(spelled[ids == per_id.index[per_id > 1][0]])[:2]
+        raise ValueError(f"{path}: bag ids {first[0]!r} and {first[1]!r} in column 2 are one number, so their rows "
+                         "would be one bag; spell each id one way, or keep ids as text with "
+                         "load_bags_csv(path, header=None, bag_col=1, label_col=0).")
     bags, raw_y, bag_ids = _group_rows(
         np.ascontiguousarray(values[:, 2:]), values[:, 0], ids, sort_ids=True, where=str(path)
     )
@@ -354,6 +363,10 @@ def from_dataframe(
         raise ValueError(f"{where}: bag_col and label_col both name column {bag_col!r}; they must differ.")
     columns = list(df.columns)
     known = set(columns)  # sets, not lists: tables of 100,000 feature columns are matched in linear time
+    as_text = pd.Index([str(c) for c in columns])
+    if as_text.has_duplicates:  # df[name] would be a table, and 1 and "1" one feature name
+        raise ValueError(f"{where}: column name {as_text[as_text.duplicated()][0]!r} appears twice; each column "
+                         "needs its own name.")
     for role, col in (("bag_col", bag_col), ("label_col", label_col)):
         if col not in known:
             hint = ("; its first row looks like data, not names: read the file with header=None and name the "
@@ -378,7 +391,9 @@ def from_dataframe(
     if not feature_cols:
         raise ValueError(f"{where}: no feature columns (only {bag_col!r} and {label_col!r}).")
     features = df[feature_cols]
-    non_numeric = [c for c, t in zip(feature_cols, features.dtypes) if not pd.api.types.is_numeric_dtype(t)]
+    # Complex counts as numeric to pandas, and the conversion below would drop the imaginary part.
+    non_numeric = [c for c, t in zip(feature_cols, features.dtypes)
+                   if not pd.api.types.is_numeric_dtype(t) or pd.api.types.is_complex_dtype(t)]
     if non_numeric:
         raise ValueError(
             f"{where}: feature column(s) {shown_names(non_numeric)} are not numeric (dtype "
@@ -386,6 +401,11 @@ def from_dataframe(
         )
     X = features.to_numpy(dtype=np.float64)
     check_feature_values(X, where, columns=feature_cols, rows=df.index)
+    for role, col in (("bag", bag_col), ("label", label_col)):
+        kinds = set(df[col].dropna().map(type)) if df[col].dtype == object else set()
+        if kinds & {bool, np.bool_} and any(issubclass(k, numbers.Number) and k not in (bool, np.bool_) for k in kinds):
+            raise ValueError(f"{where}: {role} column {col!r} mixes True/False with numbers; pandas takes True for 1 "
+                             "and would merge them: use one kind of value.")
     keys = df[bag_col].to_numpy()
     if pd.isna(df[bag_col]).any():
         row = _row(df.index, int(np.flatnonzero(pd.isna(df[bag_col]).to_numpy())[0]))
