@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import sys
 import time
@@ -142,12 +143,17 @@ def cmd_compare(args) -> int:
     from .plots import plot_comparison
 
     methods = resolve(args.methods)
-    for m in methods:  # a method without an estimator is refused before any data is read
-        make(m.key, args.seed, budget=args.budget)
+    # A method without an estimator is refused before any data is read
+    estimators = {m.label: make(m.key, args.seed, budget=args.budget) for m in methods}
     out = check_output_path(args.out, "dir")
     check_results_folder(out, "compare", COMPARE_FILES)
     started = time.perf_counter()
     data, _ = load_data(args)
+    n_classes = len(np.unique(data.y))
+    binary = [label for label, est in estimators.items() if n_classes > 2 and _two_classes_only(est)]
+    if binary:  # refused now, not after the methods listed before them have run
+        raise ValueError(f"{', '.join(binary)} handle(s) two classes only and the data have {n_classes}: leave "
+                         "them out of --methods.")
     folds = stratified_folds(data.y, args.repeats, args.folds, random_state=args.seed)
     with naming_bags(data.bag_ids):
         results, predictions = compare_methods(methods, getattr(data, "bags", data), data.y, folds,
@@ -200,10 +206,21 @@ def cmd_cv(args) -> int:
     return 0
 
 
+def _two_classes_only(est) -> bool:
+    """Whether ``est`` (or the estimator a wrapper tunes or ensembles) is a two-class baseline."""
+    from .baselines._base import BaseMILClassifier
+
+    while hasattr(est, "estimator"):
+        est = est.estimator
+    return isinstance(est, BaseMILClassifier)
+
+
 def cmd_train(args) -> int:
     from .training.distributed import init_distributed, process_device
 
     # Under torchrun (WORLD_SIZE > 1) every process joins the group and trains on its share of each minibatch.
+    if args.out == "-":  # predict and explain read "-" as standard output; a model file is no stream
+        raise ValueError("train --out names the model file to write; - (standard output) cannot hold one.")
     out = check_output_path(args.out, "file")
     _replaces_a_model_or_nothing(out)
     rank, world = init_distributed(args.device)
@@ -238,12 +255,12 @@ def cmd_train(args) -> int:
 
 def _replaces_a_model_or_nothing(out: Path) -> None:
     """Refuse an --out that holds a file other than a model file: train would have replaced it silently."""
+    from .serialization import is_model_file
+
     if not out.is_file() or out.stat().st_size == 0:
         return
-    with open(out, "rb") as fh:
-        head = fh.read(9)
-    # safetensors: an 8-byte header length, then the JSON header's "{"; the 0.1 format: a zip ("PK").
-    if not (head[:2] == b"PK" or head[8:9] == b"{"):
+    # By the model header itself: "PK" (any zip: a spreadsheet) or "{" at byte 8 (some JSON) had passed.
+    if not is_model_file(out):
         raise ValueError(f"--out {out} holds a file that is not a model file; choose another name, or remove it "
                          "first.")
 
@@ -303,6 +320,8 @@ def cmd_explain(args) -> int:
     if maps and args.out and args.out != "-" and Path(args.out).resolve() == maps.resolve():
         raise ValueError(f"--out and --heatmaps both name {args.out}: the table is a file, the maps a folder.")
     clf, out, data = _model_and_bags(args)
+    if maps:  # now that the bags are known: a user's own <bag>.png there would have been replaced
+        check_results_folder(maps, "explain", [f"{bag}.png" for bag in data.bag_ids], "--heatmaps")
     if len(clf.classes_) != 2:
         raise ValueError(f"explain needs a two-class model; this one has {len(clf.classes_)} classes.")
     if args.coords_key:
@@ -528,7 +547,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except (OSError, RuntimeError) as exc:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
-        return EXIT_FAILURE
+        # A name too long for the file system is the command line's to fix, wherever a path test met it.
+        return EXIT_USAGE if getattr(exc, "errno", None) == errno.ENAMETOOLONG else EXIT_FAILURE
     except KeyboardInterrupt:  # outputs are published whole at the end (a Ctrl-C then waits for the renames)
         print("error: interrupted; outputs are written whole or not at all.", file=sys.stderr)
         return 130

@@ -58,7 +58,9 @@ _FLAG_WORDS = (("and download=False", "and --no-download was given"),
 
 
 def load_benchmarks(args, names: Sequence[str]) -> dict:
-    return {name: load_benchmark_for(args, name) for name in names}
+    """The benchmarks by their own (lower-case) names: Table 1 is looked up by that name, so "FOX" had trained
+    with the default rates, and "fox FOX" ran twice into one row."""
+    return {d.name: d for d in (load_benchmark_for(args, n) for n in dict.fromkeys(n.lower() for n in names))}
 
 
 def refuse_overwriting_inputs(args) -> None:

@@ -44,6 +44,23 @@ def check_input_file(path: str | os.PathLike, what: str = "file") -> Path:
         If it is a folder, empty or unreadable.
     """
     p = Path(path)
+    with _usable_path(what, p):
+        return _check_input_file(p, what)
+
+
+@contextlib.contextmanager
+def _usable_path(what: str, p) -> Iterator[None]:
+    """A path test's own OSError (a name too long, a folder on the way that cannot be searched) as a usage error
+    naming the option: ``Path.exists`` lets those through, and they had ended the command with status 1."""
+    try:
+        yield
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        raise
+    except OSError as exc:
+        raise ValueError(f"{what} {p} cannot be used: {exc.strerror or exc}.") from None
+
+
+def _check_input_file(p: Path, what: str) -> Path:
     if not p.exists():
         raise FileNotFoundError(f"{what} {p}: no such file.")
     if p.is_dir():
@@ -107,6 +124,11 @@ def check_output_path(path: str | os.PathLike, kind: str = "file", what: str = "
     p = Path(path).expanduser()
     if str(path) == "":
         raise ValueError(f"{what} is empty; give a path.")
+    with _usable_path(what, p):
+        return _check_output_path(p, path, kind, what)
+
+
+def _check_output_path(p: Path, path, kind: str, what: str) -> Path:
     if kind == "file" and p.is_symlink():  # the file the link names is written, as a shell's > would
         p = _through_link(p)
     if kind == "file" and str(path).endswith(("/", os.sep)):  # Path() drops the slash that says "a folder"

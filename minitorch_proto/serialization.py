@@ -28,6 +28,7 @@ and writers are re-exported here for earlier callers.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -249,6 +250,29 @@ def _read_header(path: Path, data: bytes, size: int) -> dict:
     if header.get("format") != FORMAT_NAME:
         raise ModelFileError(f"{path} is not a minitorch_proto model file (format {header.get('format')!r}).")
     return header
+
+
+def is_model_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` holds a model file, judged by its header alone (the tensors are neither read nor verified).
+
+    For a command about to replace a file: a damaged model file is still one, while a spreadsheet (a zip,
+    as the 0.1 format is) or a JSON file is not.
+    """
+    import zipfile
+
+    p = Path(path)
+    size = p.stat().st_size
+    with open(p, "rb") as fh:
+        head = fh.read(8)
+        n = struct.unpack("<Q", head)[0] if len(head) == 8 else 0
+        if 0 < n <= min(size - 8, _MAX_HEADER_BYTES):
+            with contextlib.suppress(ModelFileError):
+                return bool(_read_header(p, head + fh.read(n), size))
+    try:  # the 0.1 format: torch.save's zip, whose pickle is <archive>/data.pkl
+        with zipfile.ZipFile(p) as archive:
+            return any(name.endswith("/data.pkl") for name in archive.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return False
 
 
 def load_model_file(path: str | os.PathLike) -> ModelFile:

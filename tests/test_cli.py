@@ -302,6 +302,12 @@ def test_explain_draws_a_heatmap_per_slide(tmp_path, capsys, monkeypatch):
     assert "--heatmaps needs --coords-key" in capsys.readouterr().err and not (tmp_path / "m2").exists()
     assert main([*explain, "--heatmaps", str(drawn)]) == 2
     assert "is a file" in capsys.readouterr().err
+    mine = tmp_path / "mine"  # a folder of the user's own images named like bags: it had been overwritten
+    mine.mkdir()
+    (mine / "slide3.png").write_bytes(b"my annotated slide")
+    assert main([*explain, "--heatmaps", str(mine), "--out", str(tmp_path / "x.csv")]) == 2
+    assert "already holds slide3.png" in capsys.readouterr().err
+    assert (mine / "slide3.png").read_bytes() == b"my annotated slide" and not (tmp_path / "x.csv").exists()
     flat = write_bag_folder(tmp_path / "flat", bags, y, ids, fmt="h5",
                             instance_arrays={"coords": [c[:, 0] for c in coords]})
     assert main(["explain", "--model", str(model), "--bags-dir", str(tmp_path / "flat"), "--labels", str(flat),
@@ -653,3 +659,33 @@ def test_failed_writes_remove_every_folder_they_made_and_cv_names_side_files_aft
                  "--device", "cpu", "--quiet", "--out", str(tmp_path / "today.csv")]) == 0
     assert (tmp_path / "today.predictions.csv").is_file() and (tmp_path / "today.run.json").is_file()
     assert (tmp_path / "store" / "abc.csv").read_text().startswith("dataset,")
+
+
+def test_benchmark_names_in_any_case_get_table_1_and_run_once():
+    # "FOX" had been keyed as typed: Table 1 (looked up in lower case) missed it, so Fox trained at the
+    # default rates under the label "fox", and "fox FOX" ran twice into one row.
+    from minitorch_proto.cli import build_parser
+    from minitorch_proto.cli_inputs import load_benchmarks
+    from minitorch_proto.cli_models import configs_from
+    from minitorch_proto.paper import paper_configs
+
+    data_dir = os.environ.get("MINITORCH_PROTO_DATA")
+    if not data_dir:
+        pytest.skip("needs the benchmarks (MINITORCH_PROTO_DATA)")
+    args = build_parser().parse_args(["reproduce", "--datasets", "FOX", "fox", "--data-dir", data_dir])
+    data = load_benchmarks(args, args.datasets)
+    assert list(data) == ["fox"]
+    assert configs_from(args, "fox")[1].lr_prototypes == paper_configs("fox")[1].lr_prototypes != 9e-5
+
+
+def test_compare_refuses_two_class_methods_on_three_classes_before_any_work(tmp_path, capsys, monkeypatch):
+    from minitorch_proto.evaluation import comparison
+
+    rows = [dict(bag=f"b{i}", label=i % 3, f0=float(i + k), f1=float(k)) for i in range(18) for k in range(2)]
+    pd.DataFrame(rows).to_csv(tmp_path / "three.csv", index=False)
+    ran = []
+    monkeypatch.setattr(comparison, "compare_methods", lambda *a, **k: ran.append(1))
+    code = main(["compare", "--csv", str(tmp_path / "three.csv"), "--methods", "prototype,mi_svm,miles",
+                 "--folds", "2", "--out", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert code == 2 and "mi_svm, miles handle(s) two classes only" in err and not ran  # the prototype CV had run first

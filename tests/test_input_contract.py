@@ -698,6 +698,23 @@ def test_train_replaces_a_model_file_but_not_a_stranger_and_predict_writes_dash_
     precious.write_text("a week of notes\n")
     code, _, err = _run(capsys, "train", "--csv", data, *FAST, "--out", precious)
     assert code == 2 and "not a model file" in err and precious.read_text() == "a week of notes\n"
+    import zipfile
+
+    sheet, settings = tmp_path / "report.xlsx", tmp_path / "settings.json"
+    with zipfile.ZipFile(sheet, "w") as archive:  # any zip ("PK") had passed for a 0.1 model file
+        archive.writestr("xl/workbook.xml", "<w/>")
+    settings.write_text('{"data":{"lr":0.1}}\n')  # "{" at byte 8 had passed for a safetensors header
+    for stranger in (sheet, settings):
+        before = stranger.read_bytes()
+        code, _, err = _run(capsys, "train", "--csv", data, *FAST, "--out", stranger)
+        assert code == 2 and "not a model file" in err and stranger.read_bytes() == before
+    code, _, err = _run(capsys, "train", "--csv", data, *FAST, "--out", "-")
+    assert code == 2 and "standard output" in err and not Path("-").exists()
+    long_name = tmp_path / ("a" * 300 + ".safetensors")  # the file system's own error had exited 1
+    code, _, err = _run(capsys, "train", "--csv", data, *FAST, "--out", long_name)
+    assert code == 2 and err.startswith("error: --out") and "File name too long" in err
+    code, _, err = _run(capsys, "train", "--csv", tmp_path / ("b" * 300 + ".csv"), *FAST, "--out", tmp_path / "z")
+    assert code == 2 and err.startswith("error: --csv") and "File name too long" in err
     model = tmp_path / "m.safetensors"
     for _ in range(2):  # a model file may be replaced by a new one
         assert _run(capsys, "train", "--csv", data, *FAST, "--out", model)[0] == 0
