@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from minitorch_proto.cli import main
+from minitorch_proto.data.bag_files import BagFileError
 from minitorch_proto.data.disk import DiskBagDataset, write_bag_folder
 from minitorch_proto.estimator import PrototypeMILClassifier
 from minitorch_proto.preprocessing import BagStandardizer
@@ -74,6 +75,21 @@ def test_streaming_standardiser_equals_the_concatenated_fit(problem):
     merged = BagStandardizer("feature").merge(halves[0]).merge(halves[1])
     np.testing.assert_allclose(merged.mean_, whole.mean_, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(merged.scale_, whole.scale_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("fmt", ["npy", "pt", "h5"])
+def test_a_file_changed_after_opening_is_an_error_not_another_shape(tmp_path, fmt):
+    pytest.importorskip("h5py") if fmt == "h5" else None
+    bags = [np.ones((3, 4), np.float32) * i for i in range(3)]
+    data = DiskBagDataset(tmp_path, write_bag_folder(tmp_path, bags, [0, 1, 0], fmt=fmt))
+    write_bag_folder(tmp_path / "new", [np.ones((2, 5), np.float32)] * 2, [0, 1], fmt=fmt)
+    (tmp_path / "new" / f"1.{fmt}").replace(tmp_path / f"1.{fmt}")
+    # It had come back 2 x 5 beside sizes[1] == 3 and n_features == 4, and chunks yielded an empty piece.
+    with pytest.raises(BagFileError, match="changed since the folder was opened"):
+        data[1]
+    with pytest.raises(BagFileError, match="changed since the folder was opened"):
+        list(data.chunks(1, 2))
+    np.testing.assert_array_equal(data[0], bags[0])
 
 
 def test_a_constant_feature_of_large_value_stays_constant():

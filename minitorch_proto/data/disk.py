@@ -332,6 +332,10 @@ class DiskBagDataset(Sequence):
         try:
             arr, handle = open_array(f.path, self.key, self.follow_links)
             try:
+                shape = (1, arr.shape[0]) if len(arr.shape) == 1 else tuple(arr.shape)
+                if shape != (f.n_instances, f.n_features):  # sizes, chunks and the model read the opened shape
+                    raise BagFileError(f"{f.path}: changed since the folder was opened (now {shape[0]} x {shape[1]}, "
+                                       f"was {f.n_instances} x {f.n_features}); open the folder again.")
                 if len(arr.shape) == 1:
                     out = as_numpy(arr[:]).reshape(1, -1)[start:stop]
                 else:
