@@ -416,8 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated: prototype, prototype-compat, prototype-tuned, prototype-monotone, "
                    "prototype-recommended, "
                    "prototype-best (nested "
-                   "search + 5-seed ensemble; long), baseline names, or 'all' (every one of these but prototype-best; "
-                   "default: prototype)")
+                   "search + 5-seed ensemble; long), baseline names, or 'all' (every one of these but prototype-best, "
+                   "also among other names; default: prototype)")
     p.add_argument("--repeats", type=count(1), default=5, help="repetitions of the CV (default: 5)")
     p.add_argument("--folds", type=count(2), default=10, help="folds of each repetition (default: 10)")
     p.add_argument("--out", type=text, default="results",

@@ -40,7 +40,7 @@ def overrides(args) -> tuple[dict, dict]:
     m_over = {k: v for k, v in dict(
         n_prototypes=getattr(args, "prototypes", None),
         distance=getattr(args, "distance", None),
-        pooling=tuple(args.pooling.split(",")) if getattr(args, "pooling", None) else None,
+        pooling=tuple(p.strip() for p in args.pooling.split(",")) if getattr(args, "pooling", None) else None,
         lambda_w=getattr(args, "lambda_w", None),
         lambda_p=getattr(args, "lambda_p", None),
         lambda_d=getattr(args, "lambda_d", None),
@@ -59,7 +59,7 @@ def overrides(args) -> tuple[dict, dict]:
 def check_monotone_flags(args) -> None:
     """Refuse, before any work, a --pooling the monotone row cannot take (its guarantee needs min pooling
     alone): the flag would otherwise be dropped for that row while run.json counts it as reaching it."""
-    pooling = tuple(args.pooling.split(",")) if getattr(args, "pooling", None) else None
+    pooling = tuple(p.strip() for p in args.pooling.split(",")) if getattr(args, "pooling", None) else None
     if pooling not in (None, ("min",)):
         raise ValueError(f"--pooling {args.pooling}: prototype-monotone pools by min only (its guarantee needs it); "
                          "drop --pooling or run prototype-monotone on its own.")

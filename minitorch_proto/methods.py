@@ -249,10 +249,10 @@ def get(key_or_label: str) -> Method:
 
 
 def resolve(spec: str) -> list[Method]:
-    """``"a,b,c"`` or ``"all"`` as methods, in the order given (duplicates dropped)."""
+    """``"a,b,c"`` or ``"all"`` as methods, in the order given (duplicates dropped); ``all`` may stand among
+    other names (``prototype-best,all``: that one first, then every other)."""
     keys = [s.strip() for s in str(spec).split(",") if s.strip()]
-    if keys == ["all"]:
-        keys = list(ALL)
+    keys = [k for key in keys for k in (ALL if key == "all" else [key])]
     if not keys:
         raise ValueError("no method named; choose from " + ", ".join(METHODS))
     out: list[Method] = []

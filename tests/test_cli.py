@@ -689,3 +689,11 @@ def test_compare_refuses_two_class_methods_on_three_classes_before_any_work(tmp_
                  "--folds", "2", "--out", str(tmp_path / "c")])
     err = capsys.readouterr().err
     assert code == 2 and "mi_svm, miles handle(s) two classes only" in err and not ran  # the prototype CV had run first
+
+
+def test_pooling_names_may_have_spaces_after_commas():
+    from minitorch_proto.cli import build_parser
+    from minitorch_proto.cli_models import configs_from
+
+    args = build_parser().parse_args(["cv", "--csv", "x.csv", "--pooling", "min, max", "--out", "o.csv"])
+    assert configs_from(args, "x")[0].pooling == ("min", "max")  # "min, max" had been refused for " max"

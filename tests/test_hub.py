@@ -49,6 +49,9 @@ def test_cli_method_names_come_from_the_registry(capsys):
         cli.main(["reproduce", "--methods", "nope", "--out", "x"])
     assert exc.value.code == 2
     assert "unknown method 'nope'" in capsys.readouterr().err
+    # 'all' among other names had been refused as an unknown method 'all'.
+    assert [m.key for m in methods.resolve("prototype-best,all")] == ["prototype-best", *methods.ALL]
+    assert [m.key for m in methods.resolve("miles,all")] == ["miles", *[k for k in methods.ALL if k != "miles"]]
 
 
 def test_registry_estimators_standardise_inside_fit(scaled):
