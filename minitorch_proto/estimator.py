@@ -18,8 +18,8 @@ from .convex_head import RECOMMENDED, check_head_options
 from .estimator_files import load_estimator, save_estimator
 from .estimator_training import fit_streaming as streamed_fit, train_together
 from .training import TrainConfig
-from .validation import (check_bags, check_bool, check_chunk_size, check_distance_range, check_finite_scores, check_int,
-                         frames_in_model_order, own_feature_names, seed_from)
+from .validation import (check_bags, check_bool, check_chunk_size, check_distance_range, check_finite_scores,
+                         check_int, frames_in_model_order, own_feature_names, seed_from)
 
 __all__ = ["PrototypeMILClassifier", "load_model", "RECOMMENDED"]
 
@@ -391,7 +391,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
 
     def _check_settings(self) -> int:
         """One-line errors for settings that cannot work, before any data are read; returns ``n_seeds``."""
-        flags = ("bias", "monotone", "push", "accumulate_gradients") + (("layer_norm",) if self.layer_norm is not None else ())
+        flags = ["bias", "monotone", "push", "accumulate_gradients"] + ["layer_norm"] * (self.layer_norm is not None)
         for name in flags:  # "False" read from text would be truthy
             check_bool(name, getattr(self, name))
         check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone), self.head_threshold,

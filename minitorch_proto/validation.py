@@ -15,7 +15,8 @@ import numpy as np
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 __all__ = [
-    "check_bool", "check_number", "check_bags", "check_shared_bags", "check_labels", "check_same_length", "seed_from", "check_chunk_size",
+    "check_bool", "check_number",
+    "check_bags", "check_shared_bags", "check_labels", "check_same_length", "seed_from", "check_chunk_size",
     "frame_columns", "align_frames", "check_distance_range", "check_finite_scores", "check_int",
     "base_seed", "check_named_bags", "derived_seed", "frames_in_model_order", "own_feature_names", "fresh_fit",
     "fits_fresh",

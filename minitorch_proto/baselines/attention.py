@@ -138,7 +138,8 @@ class AttentionMIL(TorchMILClassifier):
         if int(self.attention_dim) < 1:
             raise ValueError(f"attention_dim must be >= 1, got {self.attention_dim}.")
         return _AttentionNet(
-            n_features, tuple(self.hidden_sizes), float(self.dropout), int(self.attention_dim), check_bool("gated", self.gated)
+            n_features, tuple(self.hidden_sizes), float(self.dropout), int(self.attention_dim),
+            check_bool("gated", self.gated),
         )
 
     def _make_optimizer(self, net: nn.Module, fused: bool | None = None):

@@ -403,7 +403,8 @@ def from_dataframe(
     check_feature_values(X, where, columns=feature_cols, rows=df.index)
     for role, col in (("bag", bag_col), ("label", label_col)):
         kinds = set(df[col].dropna().map(type)) if df[col].dtype == object else set()
-        if kinds & {bool, np.bool_} and any(issubclass(k, numbers.Number) and k not in (bool, np.bool_) for k in kinds):
+        numeric = any(issubclass(k, numbers.Number) and k not in (bool, np.bool_) for k in kinds)
+        if kinds & {bool, np.bool_} and numeric:
             raise ValueError(f"{where}: {role} column {col!r} mixes True/False with numbers; pandas takes True for 1 "
                              "and would merge them: use one kind of value.")
     keys = df[bag_col].to_numpy()

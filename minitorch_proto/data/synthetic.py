@@ -256,7 +256,8 @@ def make_toy_bags(
         )
     # NaN passes every comparison, and the resampling loops below would then never end.
     if not all(np.isfinite(v) for v in (offset, concept_noise, scatter)):
-        raise ValueError(f"offset, concept_noise and scatter must be finite; got {offset}, {concept_noise}, {scatter}.")
+        raise ValueError(f"offset, concept_noise and scatter must be finite; got {offset}, {concept_noise}, "
+                         f"{scatter}.")
     if offset <= 0 or concept_noise < 0 or scatter < 0:
         raise ValueError("offset must be > 0 and concept_noise, scatter must be >= 0.")
     if 2 * concept_noise >= offset / 2:
