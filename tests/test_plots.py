@@ -398,3 +398,22 @@ def test_prototype_sources_draw_the_named_training_instances():
         plots.plot_prototype_sources(clf, bags, [3])
     with pytest.raises(ValueError, match="push=True"):
         plots.plot_prototype_sources(PrototypeMILClassifier(n_prototypes=2, epochs=1).fit(bags, y), bags, [0])
+
+
+def test_source_and_nearest_plots_read_dataframe_bags_by_column_name():
+    # A bag stored in another column order drew a permuted instance (and standardised it with the wrong
+    # scales); bags[b][i] of a DataFrame picked a column, not instance i (a KeyError with named columns).
+    rng = np.random.default_rng(0)
+    names = ["a", "b", "c", "d"]
+    bags = [pd.DataFrame(rng.normal(size=(4, 4)) + 3 * (i % 2), columns=names) for i in range(12)]
+    bags = [f if i % 3 else f[names[::-1]] for i, f in enumerate(bags)]
+    y = [i % 2 for i in range(12)]
+    clf = PrototypeMILClassifier(n_prototypes=4, epochs=1, push=True, init="kmeans++", device="cpu").fit(bags, y)
+    assert any(clf.prototype_sources_[0, j, 0] % 3 == 0 for j in range(4))  # a reversed bag is a source
+    fig = plots.plot_prototype_sources(clf, bags, range(4), standardized=True)
+    for j, line in enumerate(fig.axes[0].get_lines()):
+        np.testing.assert_allclose(line.get_ydata(), clf.model_.prototypes[j].detach().numpy(), atol=1e-5)
+    fig = plots.plot_nearest_images(clf, bags, image_shape=(2, 2), k=2)
+    b, i, _ = __import__("minitorch_proto").evaluation.nearest_instances(clf, bags, k=1)[0][0]
+    model_order = list(clf.feature_names_in_)  # the first bag's, d..a: the order predict reads
+    np.testing.assert_allclose(fig.axes[0].images[0].get_array().ravel(), bags[b][model_order].to_numpy()[i])

@@ -67,7 +67,9 @@ A seed ensemble (``n_seeds > 1``, the recommended model) averages its members' p
 :func:`instance_scores`, :func:`evidence_auc` and :func:`evidence_reference` read every member
 and average: an ensemble's score of an instance is the mean of its members' scores. For
 ``"removal"`` that is exactly the change of the ensemble's probability (a mean of differences is
-the difference of the means); the logit-unit scores become shares of the members' mean logit.
+the difference of the means); the logit-unit scores are the members' mean: shares of the members' mean logit,
+and for ``"singleton"`` the members' mean logit of the instance alone, which is not the ensemble's own logit
+(the log-odds of its mean probability, :meth:`decision_function`) and may order a bag's instances otherwise.
 :func:`instance_evidence` and :func:`removal_evidence` explain one model: pass ``clf.member(j)``.
 """
 from __future__ import annotations

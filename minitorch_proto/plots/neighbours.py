@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..validation import frames_in_model_order
 from ._common import _axes_list, prototypes_in_input_space
 
 
@@ -53,6 +54,8 @@ def plot_nearest_images(
     """
     from ..evaluation.explain import nearest_instances
 
+    # Columns by name, as predict reads them; bags[b][i] of a DataFrame would be a column, not instance i.
+    bags = frames_in_model_order(bags, getattr(clf, "feature_names_in_", None))
     _check_shape(int(np.asarray(bags[0]).shape[1]), image_shape)
     if neighbours is None:
         neighbours = nearest_instances(clf, bags, k=k)
@@ -68,7 +71,7 @@ def plot_nearest_images(
                 ax.set_axis_off()
                 continue
             bag, instance, distance = row[j]
-            ax.imshow(np.asarray(bags[bag][instance]).reshape(image_shape), cmap=cmap, interpolation="nearest")
+            ax.imshow(np.asarray(bags[bag])[instance].reshape(image_shape), cmap=cmap, interpolation="nearest")
             what = f"{instance_labels[bag][instance]} " if instance_labels is not None else ""
             ax.set_title(f"{what}(d={distance:.1f})", fontsize=7)
         axes[d * k].set_ylabel(f"P{d + 1}", rotation=0, labelpad=14)
@@ -182,7 +185,9 @@ def plot_prototype_sources(
         b, i = (int(v) for v in sources[0, int(j)])
         name = bag_ids[b] if bag_ids is not None else b
         extra = f", {score_name} {float(scores[int(j)]):+.2f}" if scores is not None else ""
-        values = np.asarray(bags[b], dtype=np.float64)[i:i + 1]
+        # Columns by name, as fit aligned them: a bag stored in another column order drew another instance.
+        bag = frames_in_model_order([bags[b]], getattr(clf, "feature_names_in_", None))[0]
+        values = np.asarray(bag, dtype=np.float64)[i:i + 1]
         if standardized:
             values = clf.standardizer_.transform_instances(values)
         ax.plot(values[0], lw=0.8, label=f"prototype {int(j) + 1}: bag {name}, instance {i}{extra}")
