@@ -123,3 +123,35 @@ def test_tuned_ensemble_rows_join_the_table_on_the_same_folds():
     paper = measured[(measured.method == "prototype") & (measured.evaluation == "final")][keys].sort_values(keys)
     assert len(nested) == 250
     np.testing.assert_array_equal(nested.to_numpy(), paper.to_numpy())
+
+
+def test_equal_means_summed_in_another_order_share_a_rank_and_a_choice():
+    # 0.1 + 0.2 + 0.3 and 0.3 + 0.2 + 0.1 differ in the last bit: the ranks had been 1.25 and 1.75
+    # (the frozen one ranking had two such ties: Tiger accuracy, Musk2 AUC), and a tie read as "below".
+    from minitorch_proto.book.verdicts import comparison_verdict
+    from minitorch_proto.evaluation.ladder import best_baseline_comparison
+    from minitorch_proto.evaluation.report import average_ranks, leave_one_dataset_out
+
+    res = _results({("a", "musk1"): [[0.1, 0.2, 0.3]], ("b", "musk1"): [[0.3, 0.2, 0.1]],
+                    ("a", "fox"): [[0.5, 0.5, 0.5]], ("b", "fox"): [[0.5, 0.5, 0.5]]})
+    assert np.mean([0.1, 0.2, 0.3]) != np.mean([0.3, 0.2, 0.1])  # the noise the ranks must not see
+    ranks = average_ranks(res)
+    assert ranks["a"] == ranks["b"] == 1.5
+    assert comparison_table(res).loc[:, "average rank"].tolist() == [1.5, 1.5]
+    table = best_baseline_comparison(res[res["method"] == "b"].assign(method="ours"), res[res["method"] == "a"],
+                                     "ours")
+    assert "at or above the best measured baseline on 2 of 2" in comparison_verdict(table)
+    scores = pd.DataFrame({"musk1": [0.6, 0.1 + 0.2 + 0.3], "fox": [0.6, 0.6], "tiger": [0.0, 1.0]}, index=["x", "y"])
+    assert leave_one_dataset_out(scores)["chosen"].tolist()[-1] == "x"  # a tie: the first, as documented
+
+
+def test_summaries_count_only_the_folds_that_have_an_auc():
+    from minitorch_proto.evaluation.cv import mean_standard_error, summarize
+
+    res = _results({("a", "musk1"): [[0.8, 0.5], [0.6, 0.7], [0.5, 0.5]]})
+    res["auc"] = [0.8, np.nan, 0.6, 0.7, np.nan, np.nan]  # one-class test folds have no AUC
+    row = summarize(res).iloc[0]
+    assert row["auc_mean"] == pytest.approx(0.7) and row["auc_n_folds"] == 3 and row["n_folds"] == 6
+    expected = np.std([0.8, 0.65], ddof=1) / np.sqrt(2)  # it had divided by sqrt(3), counting the empty repetition
+    assert row["auc_se_repeats"] == pytest.approx(expected)
+    assert mean_standard_error(res["auc"], res["repeat"]) == pytest.approx(expected)

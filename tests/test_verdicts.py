@@ -121,6 +121,11 @@ def test_ranking_verdict():
     assert "best average rank" in ranking_verdict(ranks, "a")
     with pytest.raises(ValueError):
         ranking_verdict(ranks, "z")
+    # average_ranks' NaN for a method missing a data set: it had been "the best average rank (1.0)"
+    unranked = pd.Series({"a": 1.5, "b": 3.0, "c": 2.0, "d": np.nan})
+    with pytest.raises(ValueError, match="has no average rank"):
+        ranking_verdict(unranked, "d")
+    assert "places 3 of 3" in ranking_verdict(unranked, "b")  # and it was counted among the ranked
 
 
 def test_ranking_verdict_tied_methods_share_the_better_place():

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..evaluation.cv import TIE_DIGITS
+
 __all__ = [
     "REPRODUCED_TOLERANCE",
     "format_span",
@@ -372,6 +374,9 @@ def ranking_verdict(
     """
     if method not in ranks.index:
         raise ValueError(f"{method!r} is not among the ranked methods {list(ranks.index)}.")
+    if pd.isna(ranks[method]):  # average_ranks gives NaN to a method missing a data set: it has no place
+        raise ValueError(f"{method!r} has no average rank (it was not measured on every data set).")
+    ranks = ranks.dropna()  # nor do the others without one: they are not counted among the ranked
     names = {m: names_[0].upper() + names_[1:] for m, names_ in (display or {}).items()}
     names.setdefault(method, method[0].upper() + method[1:])
     ordered = ranks.sort_values()
@@ -438,9 +443,10 @@ def comparison_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = 
     ``subject`` names the method and ``against`` the baselines it is compared with.
     """
     name = lambda d: (display or {}).get(d, d)  # noqa: E731
-    at_or_above = [name(d) for d, v in zip(table["dataset"], table["diff"]) if v >= 0]
-    within = [name(d) for d, v in zip(table["dataset"], table["diff"]) if -margin <= v < 0]
-    below = [f"{name(d)} ({v:+.3f})" for d, v in zip(table["dataset"], table["diff"]) if v < -margin]
+    diffs = table["diff"].astype(float).round(TIE_DIGITS)  # a true tie summed in another order is not "below"
+    at_or_above = [name(d) for d, v in zip(table["dataset"], diffs) if v >= 0]
+    within = [name(d) for d, v in zip(table["dataset"], diffs) if -margin <= v < 0]
+    below = [f"{name(d)} ({v:+.3f})" for d, v in zip(table["dataset"], diffs) if v < -margin]
     n = len(table)
     text = [f"{subject} is at or above {against} on {len(at_or_above)} of {n} data sets"
             + (f" ({', '.join(at_or_above)})" if at_or_above else "") + ","

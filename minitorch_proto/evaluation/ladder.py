@@ -23,7 +23,7 @@ import pandas as pd
 from ..model import PrototypeMILConfig
 from ..paper import paper_configs
 from ..training import TrainConfig
-from .cv import Fold, cross_validate, mean_standard_error
+from .cv import TIE_DIGITS, Fold, cross_validate, mean_standard_error
 
 if TYPE_CHECKING:
     from .tuning import SearchBudget
@@ -203,7 +203,7 @@ def best_baseline_comparison(results: pd.DataFrame, baselines: pd.DataFrame, met
         if b.empty:
             continue
         means = b.groupby("method")["accuracy"].mean()
-        best = means.idxmax()
+        best = means.round(TIE_DIGITS).idxmax()  # equal means tie (the first by name), not by rounding noise
         pair = b[b["method"] == best].sort_values(["repeat", "fold"])
         d = pair["accuracy_ours"] - pair["accuracy"]
         rows.append(dict(dataset=ds, ours=pair["accuracy_ours"].mean(), ours_se=mean_standard_error(pair["accuracy_ours"], pair["repeat"]),

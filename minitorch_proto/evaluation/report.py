@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..methods import METHODS
-from .cv import summarize
+from .cv import TIE_DIGITS, summarize
 from ..paper import DATASET_ORDER, PAPER_TABLE2, REPORTED_BASELINES
 
 __all__ = [
@@ -96,7 +96,7 @@ def average_ranks(results: pd.DataFrame, metric: str = "accuracy") -> pd.Series:
     """
     summ = summarize(results[results["evaluation"] == "final"])
     pivot = summ.pivot(index="method", columns="dataset", values=f"{metric}_mean")
-    ranks = pivot.dropna().rank(ascending=False, axis=0).mean(axis=1)
+    ranks = pivot.dropna().round(TIE_DIGITS).rank(ascending=False, axis=0).mean(axis=1)
     return ranks.reindex(pivot.index).sort_values(na_position="last")
 
 
@@ -286,7 +286,7 @@ def comparison_table(results: pd.DataFrame, *, metric: str = "accuracy") -> pd.D
     complete = means.notna().all(axis=1)
     ranks = pd.Series(np.nan, index=means.index)
     if complete.any():
-        ranks[complete] = means[complete].rank(ascending=False, axis=0).mean(axis=1)
+        ranks[complete] = means[complete].round(TIE_DIGITS).rank(ascending=False, axis=0).mean(axis=1)
     order = ranks.sort_values(na_position="last", kind="stable").index
     rows = {}
     for method in order:
@@ -359,6 +359,6 @@ def leave_one_dataset_out(scores: pd.DataFrame, development: Sequence[str] = ())
     rows = []
     for held in held_out:
         others = scores.drop(columns=held).mean(axis=1)
-        chosen = others.index[int(np.argmax(others.to_numpy()))]
+        chosen = others.index[int(np.argmax(others.round(TIE_DIGITS).to_numpy()))]
         rows.append({"held_out": held, "chosen": chosen, "score": float(scores.loc[chosen, held])})
     return pd.DataFrame(rows)
