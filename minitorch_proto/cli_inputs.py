@@ -247,8 +247,10 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         ds = from_dataframe(df, bag_col=bag_col, label_col=label_col, feature_cols=others, name=path.stem,
                             where=str(path))
     except ValueError as exc:  # the library's words name its arguments (y, feature_cols); the command line has none
-        raise ValueError(label_wording(str(exc).replace(", or pass feature_cols=.", "."), f"--csv {path}",
-                                        label_col)) from None
+        message = label_wording(str(exc).replace(", or pass feature_cols=.", "."), f"--csv {path}", label_col)
+        if no_header and "not numeric" in message and not looks_like_data([str(v) for v in df.iloc[0]]):
+            message += " Its first row reads as names, not data: for a file with a header, drop --no-header."
+        raise ValueError(message) from None
     if labels:
         _check_label_column(ds.y, f"--csv {path}", label_col)
     trimmed: dict[str, str] = {}

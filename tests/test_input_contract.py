@@ -488,6 +488,11 @@ def test_headers_pandas_would_rename_are_refused(tmp_path, capsys):
     frame[["label", "bag", "f0", "f1", "f2"]].to_csv(tmp_path / "classic.csv", index=False, header=False)
     code, _, err = _run(capsys, "train", "--csv", tmp_path / "classic.csv", *FAST, "--out", tmp_path / "m.pt")
     assert code == 2 and "add --no-header" in err
+    # And the other way round: --no-header on a file with a header had said only "not numeric".
+    frame[["label", "bag", "f0", "f1", "f2"]].to_csv(tmp_path / "named.csv", index=False)
+    code, _, err = _run(capsys, "train", "--csv", tmp_path / "named.csv", "--no-header", *FAST, "--out",
+                        tmp_path / "m.pt")
+    assert code == 2 and "not numeric" in err and err.endswith("drop --no-header.")
     code, _, err = _run(capsys, "train", "--csv", path, "--label-col", "bag", *FAST, "--out", tmp_path / "m.pt")
     assert code == 2 and "both name column 'bag'" in err
 
