@@ -65,6 +65,8 @@ def test_average_ranks_rank_only_methods_measured_on_every_data_set():
     assert ranks["a"] == pytest.approx(1.5) and ranks["c"] == pytest.approx(1.5)
     assert np.isnan(ranks["b"]) and ranks.index[-1] == "b"
     assert "b" in ranked_table(res).index  # still shown, unranked
+    mine = _results({("a", "my_slides"): [[0.5, 0.5]], ("c", "my_slides"): [[0.9, 0.9]]})
+    assert "my_slides" in ranked_table(pd.concat([res, mine])).columns  # ranked over it, so shown (it was hidden)
 
 
 def test_row_budget_reads_every_label_of_baseline_cv():

@@ -184,7 +184,7 @@ def ranked_table(results: pd.DataFrame, *, metric: str = "accuracy", spread: str
     final = results[results["evaluation"] == "final"]
     summ = summarize(final)
     ranks = average_ranks(final, metric=metric)
-    present = [d for d in DATASET_ORDER if d in set(summ["dataset"])]
+    present = _dataset_columns(summ["dataset"])  # every data set the ranks average over, not the benchmarks only
     rows = {}
     for _, r in summ.iterrows():
         sp = r[f"{metric}_{spread}"]
