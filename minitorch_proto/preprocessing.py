@@ -67,8 +67,11 @@ class BagStandardizer:
             # same values bit for bit, without a second array the size of the data (the peak of a fit).
             X -= self.mean_
             np.multiply(X, X, out=X)
-            std = np.sqrt(np.add.reduce(X, axis=0) / len(X))
-            self.scale_ = _scale(std, self.mean_)
+            m2 = np.add.reduce(X, axis=0)
+            self.scale_ = _scale(np.sqrt(m2 / len(X)), self.mean_)
+            # The running statistics too: partial_fit or merge after fit go on from these instances (they had
+            # gone on from whatever an earlier partial_fit had seen, or from nothing).
+            self.n_seen_, self._mean, self._m2 = len(X), self.mean_.copy(), m2
         return self
 
     def partial_fit(self, X: np.ndarray) -> "BagStandardizer":
@@ -110,8 +113,8 @@ class BagStandardizer:
         Parameters
         ----------
         other : BagStandardizer
-            Fed with :meth:`partial_fit` (or restored by :meth:`from_partial_state`). Only running
-            statistics are merged: one fitted with :meth:`fit` alone has none and adds nothing.
+            Fitted with :meth:`fit` or fed with :meth:`partial_fit` (or restored by
+            :meth:`from_partial_state`); its running statistics are merged.
 
         Returns
         -------

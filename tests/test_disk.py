@@ -92,6 +92,14 @@ def test_a_file_changed_after_opening_is_an_error_not_another_shape(tmp_path, fm
     np.testing.assert_array_equal(data[0], bags[0])
 
 
+def test_partial_fit_after_fit_goes_on_from_fits_instances():
+    # fit had kept no running statistics: fit(A).partial_fit(C) gave C's mean alone (11, not 6).
+    a, c = np.full((10, 1), 1.0), np.full((10, 1), 11.0)
+    assert BagStandardizer("feature").fit([a]).partial_fit(c).mean_[0] == 6.0
+    merged = BagStandardizer("feature").merge(BagStandardizer("feature").fit([a, c]))
+    assert merged.mean_[0] == 6.0 and merged.scale_[0] == 5.0
+
+
 def test_a_constant_feature_of_large_value_stays_constant():
     # Its computed spread is rounding (about 1e-11 at 12345.678): an absolute 1e-12 cut took it as the
     # scale, so a value 0.001 away standardised to 4e7 and outweighed every other distance.

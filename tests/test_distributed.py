@@ -367,3 +367,20 @@ def test_the_streaming_engine_keeps_a_bag_folder_lazy(tmp_path, monkeypatch):
     in_memory = engines.fit(engines.Problem(list(bags), np.asarray(y), (np.arange(10),), (0,), CONFIGS["paper"],
                                             TRAIN, device="cpu"), "streaming")
     torch.testing.assert_close(fitted.models[0].prototypes, in_memory.models[0].prototypes)
+
+
+def test_a_feature_far_from_zero_is_centred_as_fit_centres_it(one_torch_thread):
+    # Centred in float32, 1e5 + N(0, 1) kept 2 digits: the streamed prototypes were 6e-3 from fit's.
+    from minitorch_proto.estimator import PrototypeMILClassifier
+
+    rng = np.random.default_rng(0)
+    bags = [rng.normal(size=(5, 2)) + 1e5 for _ in range(12)]
+    y = np.arange(12) % 2
+    for bag, label in zip(bags, y):
+        bag[0] += 3.0 * label
+    params = dict(n_prototypes=2, epochs=3, batch_size=4, random_state=0, device="cpu", lr_prototypes=1e-2,
+                  lr_classifier=1e-2)
+    held = PrototypeMILClassifier(**params).fit(bags, y)
+    streamed = PrototypeMILClassifier(**params).fit_streaming(bags, y)
+    gap = (held.model_.prototypes.double() - streamed.model_.prototypes.double()).abs().max()
+    assert float(gap) < 1e-5
