@@ -207,12 +207,13 @@ def cmd_cv(args) -> int:
 
 
 def _two_classes_only(est) -> bool:
-    """Whether ``est`` (or the estimator a wrapper tunes or ensembles) is a two-class baseline."""
+    """Whether ``est`` (or the estimator a wrapper tunes or ensembles) takes two classes only: a baseline,
+    or the monotone prototype model (its guarantee is about the one positive logit)."""
     from .baselines._base import BaseMILClassifier
 
     while hasattr(est, "estimator"):
         est = est.estimator
-    return isinstance(est, BaseMILClassifier)
+    return isinstance(est, BaseMILClassifier) or getattr(est, "monotone", False) is True
 
 
 def cmd_train(args) -> int:
@@ -497,8 +498,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="removal (default): how much the bag's positive-class probability drops without the "
                    "instance; share: the instance's share of the logit measured from distance 0, not against "
                    "typical bags (it can rank the key instances last: see book page 05, section "
-                   "\"One bag, explained\"); singleton: the logit of the instance alone. For a seed ensemble (--recommended) "
-                   "share and singleton are its members' mean, not the logit of its mean probability")
+                   "\"One bag, explained\"); singleton: the logit of the instance alone. For a seed ensemble "
+                   "(--recommended) share and singleton are its members' mean, not the logit of its mean probability")
     p.add_argument("--top", type=count(1), default=None, help="keep the TOP instances of most evidence per bag")
     p.add_argument("--coords-key", type=text, default=None, help="with --bags-dir of .h5 or .pt files: also write this "
                    "per-instance array of each file (CLAM's 'coords': the patch positions), as KEY_0, KEY_1, ...")

@@ -57,6 +57,13 @@ _FLAG_WORDS = (("and download=False", "and --no-download was given"),
                ("pooling must be a non-empty subset", "--pooling must be a non-empty subset"))
 
 
+def _only_first_row_is_text(features: pd.DataFrame) -> bool:
+    """Whether the first row alone holds feature cells that are not numbers (a header read as data)."""
+    text = features.apply(pd.to_numeric, errors="coerce").isna() & features.notna()
+    rows = text.any(axis=1).to_numpy()
+    return bool(rows[0]) and rows.sum() == 1
+
+
 def load_benchmarks(args, names: Sequence[str]) -> dict:
     """The benchmarks by their own (lower-case) names: Table 1 is looked up by that name, so "FOX" had trained
     with the default rates, and "fox FOX" ran twice into one row."""
@@ -248,7 +255,7 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
                             where=str(path))
     except ValueError as exc:  # the library's words name its arguments (y, feature_cols); the command line has none
         message = label_wording(str(exc).replace(", or pass feature_cols=.", "."), f"--csv {path}", label_col)
-        if no_header and "not numeric" in message and not looks_like_data([str(v) for v in df.iloc[0]]):
+        if no_header and "not numeric" in message and _only_first_row_is_text(df[others]):
             message += " Its first row reads as names, not data: for a file with a header, drop --no-header."
         raise ValueError(message) from None
     if labels:

@@ -13,6 +13,11 @@ __all__ = ["check_monotone_flags", "config_record", "configs_from", "estimator_f
            "overrides"]
 
 
+def pooling_flag(args) -> tuple[str, ...] | None:
+    """--pooling as a tuple ("min, max" too), or None when it was not given."""
+    return tuple(p.strip() for p in args.pooling.split(",")) if getattr(args, "pooling", None) else None
+
+
 def configs_from(args, dataset_name: str, compat: str | None = None):
     """Model/train configs and standardisation: Table 1 for benchmarks, then CLI overrides."""
     from dataclasses import replace
@@ -40,7 +45,7 @@ def overrides(args) -> tuple[dict, dict]:
     m_over = {k: v for k, v in dict(
         n_prototypes=getattr(args, "prototypes", None),
         distance=getattr(args, "distance", None),
-        pooling=tuple(p.strip() for p in args.pooling.split(",")) if getattr(args, "pooling", None) else None,
+        pooling=pooling_flag(args),
         lambda_w=getattr(args, "lambda_w", None),
         lambda_p=getattr(args, "lambda_p", None),
         lambda_d=getattr(args, "lambda_d", None),
@@ -59,7 +64,7 @@ def overrides(args) -> tuple[dict, dict]:
 def check_monotone_flags(args) -> None:
     """Refuse, before any work, a --pooling the monotone row cannot take (its guarantee needs min pooling
     alone): the flag would otherwise be dropped for that row while run.json counts it as reaching it."""
-    pooling = tuple(p.strip() for p in args.pooling.split(",")) if getattr(args, "pooling", None) else None
+    pooling = pooling_flag(args)
     if pooling not in (None, ("min",)):
         raise ValueError(f"--pooling {args.pooling}: prototype-monotone pools by min only (its guarantee needs it); "
                          "drop --pooling or run prototype-monotone on its own.")

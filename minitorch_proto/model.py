@@ -132,8 +132,7 @@ class PrototypeMILConfig:
                 "Layer normalisation of a single feature is always 0: use n_prototypes * len(pooling) >= 2 "
                 "or layer_norm=False."
             )
-        if not np.isfinite(self.layer_norm_eps) or self.layer_norm_eps < 0:
-            raise ValueError(f"layer_norm_eps must be a finite number >= 0, got {self.layer_norm_eps}.")
+        check_number("layer_norm_eps", self.layer_norm_eps, inclusive=True)
         for name in ("lambda_w", "lambda_p", "lambda_d"):
             check_number(name, getattr(self, name), inclusive=True)
         choices = {"weight_penalty": ("l1", "l2"), "prototype_penalty": ("norm", "pairwise"),

@@ -255,11 +255,10 @@ def _read_header(path: Path, data: bytes, size: int) -> dict:
 def is_model_file(path: str | os.PathLike) -> bool:
     """Whether ``path`` holds a model file, judged by its header alone (the tensors are neither read nor verified).
 
-    For a command about to replace a file: a damaged model file is still one, while a spreadsheet (a zip,
-    as the 0.1 format is) or a JSON file is not.
+    For a command about to replace a file: a safetensors model file whose tensors are damaged is still
+    one, while a spreadsheet (a zip), a JSON file or another torch file (a bag's features) is not. A file of
+    the 0.1 format (``torch.save``, a zip or a raw pickle) is read with ``weights_only=True`` to tell.
     """
-    import zipfile
-
     p = Path(path)
     size = p.stat().st_size
     with open(p, "rb") as fh:
@@ -268,11 +267,13 @@ def is_model_file(path: str | os.PathLike) -> bool:
         if 0 < n <= min(size - 8, _MAX_HEADER_BYTES):
             with contextlib.suppress(ModelFileError):
                 return bool(_read_header(p, head + fh.read(n), size))
-    try:  # the 0.1 format: torch.save's zip, whose pickle is <archive>/data.pkl
-        with zipfile.ZipFile(p) as archive:
-            return any(name.endswith("/data.pkl") for name in archive.namelist())
-    except (zipfile.BadZipFile, OSError):
+    if head[:4] != b"PK\x03\x04" and head[:1] != b"\x80":
         return False
+    try:
+        _load_legacy(p)
+    except ModelFileError:
+        return False
+    return True
 
 
 def load_model_file(path: str | os.PathLike) -> ModelFile:

@@ -52,7 +52,7 @@ def check_number(name: str, value, *, minimum: float = 0.0, inclusive: bool = Fa
     """``value`` as a float if it is a finite real number > ``minimum`` (>= with ``inclusive``); else a one-line
     ValueError naming ``name``. Strings and bools are refused (``"1e-3"`` is a mistake to say, not to guess)."""
     real = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-    if not real or not np.isfinite(value) or (value < minimum if inclusive else value <= minimum):
+    if not real or not np.isfinite(float(value)) or (value < minimum if inclusive else value <= minimum):
         raise ValueError(f"{name} must be a finite number {'>=' if inclusive else '>'} {minimum:g}, got {value!r}.")
     return float(value)
 

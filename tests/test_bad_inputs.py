@@ -589,6 +589,13 @@ def test_old_torch_files_load_without_unpickling_code(env: Env, tmp_path):
     with pytest.warns(UserWarning, match="old model-file format"):
         again = load_model(tmp_path / "old.pt")
     np.testing.assert_array_equal(again.predict_proba(env.bags), clf.predict_proba(env.bags))
+    # train --out may replace such a file, but not another torch file (a bag's features), nor a raw pickle.
+    from minitorch_proto.serialization import is_model_file
+
+    torch.save(torch.ones(3, 4), tmp_path / "bag.pt")
+    torch.save(payload, tmp_path / "raw.pt", _use_new_zipfile_serialization=False)
+    assert is_model_file(tmp_path / "old.pt") and is_model_file(tmp_path / "raw.pt")
+    assert not is_model_file(tmp_path / "bag.pt") and is_model_file(env.model)
 
 
 def test_header_length_with_a_pickle_like_first_byte_is_still_read(tmp_path):

@@ -486,3 +486,4 @@ def test_tuning_reads_a_class_weight_dict_in_the_users_labels(problem):
 def test_baseline_settings_that_cannot_work_are_named(problem, make, name):
     with pytest.raises(ValueError, match=f"^{name} must"):
         make().fit(problem["train"][:24], problem["y_train"][:24])
+    MILES(sigma=1.0, sigma_scale=None).fit(problem["train"][:24], problem["y_train"][:24])  # ignored, as documented

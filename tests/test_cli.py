@@ -685,10 +685,11 @@ def test_compare_refuses_two_class_methods_on_three_classes_before_any_work(tmp_
     pd.DataFrame(rows).to_csv(tmp_path / "three.csv", index=False)
     ran = []
     monkeypatch.setattr(comparison, "compare_methods", lambda *a, **k: ran.append(1))
-    code = main(["compare", "--csv", str(tmp_path / "three.csv"), "--methods", "prototype,mi_svm,miles",
-                 "--folds", "2", "--out", str(tmp_path / "c")])
+    code = main(["compare", "--csv", str(tmp_path / "three.csv"), "--methods",
+                 "prototype,mi_svm,miles,prototype-monotone", "--folds", "2", "--out", str(tmp_path / "c")])
     err = capsys.readouterr().err
-    assert code == 2 and "mi_svm, miles handle(s) two classes only" in err and not ran  # the prototype CV had run first
+    assert code == 2 and not ran  # the prototype CV had run first
+    assert "mi_svm, miles, prototype (monotone) handle(s) two classes only" in err
 
 
 def test_pooling_names_may_have_spaces_after_commas():

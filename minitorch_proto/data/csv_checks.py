@@ -10,6 +10,7 @@ folder's ``labels.csv`` alike: the header (:func:`check_header`), the rows' widt
 """
 from __future__ import annotations
 
+import codecs
 import os
 from typing import Sequence
 
@@ -151,7 +152,8 @@ def header_names(path: str | os.PathLike, delimiter: str = ",", encoding: str | 
     """The header row as written (pandas renames repeats "a", "a" to "a", "a.1" and blanks to "Unnamed: 2")."""
     import csv
 
-    encoding = "utf-8-sig" if encoding in (None, "utf-8", "utf8") else encoding
+    # Every spelling of UTF-8 ("UTF-8", "utf_8", "U8"): a byte-order mark is then not part of the first name.
+    encoding = "utf-8-sig" if encoding is None or codecs.lookup(encoding).name == "utf-8" else encoding
     with open(path, newline="", encoding=encoding, errors="replace") as fh:
         return next(csv.reader(fh, delimiter=delimiter), [])
 

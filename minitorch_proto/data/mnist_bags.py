@@ -291,9 +291,13 @@ def make_mnist_bags(
         source_name = "user-supplied images"
     images = np.asarray(images)
     labels = np.asarray(labels).reshape(-1)
-    if labels.dtype.kind not in "iu" and not (labels.dtype.kind == "f" and np.all(labels == np.round(labels))):
-        raise ValueError(f"labels must be whole digits, got values such as {labels[:3].tolist()}.")  # 7.7 was 7
-    labels = labels.astype(np.int64)
+    try:  # text digits too ('5', as fetch_openml gives them)
+        numbers = labels.astype(np.float64)
+    except (TypeError, ValueError):
+        numbers = np.full(len(labels), np.nan)
+    if not np.all(np.isfinite(numbers) & (numbers == np.round(numbers))):  # 7.7 had been digit 7
+        raise ValueError(f"labels must be whole digits, got values such as {labels[:3].tolist()}.")
+    labels = numbers.astype(np.int64)
     if images.ndim == 3:
         flat = images.reshape(len(images), -1)
     elif images.ndim == 2:
