@@ -270,7 +270,9 @@ def is_model_file(path: str | os.PathLike) -> bool:
     if head[:4] != b"PK\x03\x04" and head[:1] != b"\x80":
         return False
     try:
-        _load_legacy(p)
+        with warnings.catch_warnings():  # "save it again" is no advice for a file about to be replaced
+            warnings.simplefilter("ignore")
+            _load_legacy(p)
     except ModelFileError:
         return False
     return True
