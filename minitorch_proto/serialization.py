@@ -252,6 +252,11 @@ def _read_header(path: Path, data: bytes, size: int) -> dict:
     return header
 
 
+def _torch_saved(head: bytes) -> bool:
+    """Whether a file's first bytes are torch.save's: a zip archive (PK..) or, serialised the old way, a pickle."""
+    return head[:4] == b"PK\x03\x04" or head[:1] == b"\x80"
+
+
 def is_model_file(path: str | os.PathLike) -> bool:
     """Whether ``path`` holds a model file, judged by its header alone (the tensors are neither read nor verified).
 
@@ -267,7 +272,7 @@ def is_model_file(path: str | os.PathLike) -> bool:
         if 0 < n <= min(size - 8, _MAX_HEADER_BYTES):
             with contextlib.suppress(ModelFileError):
                 return bool(_read_header(p, head + fh.read(n), size))
-    if head[:4] != b"PK\x03\x04" and head[:1] != b"\x80":
+    if not _torch_saved(head):
         return False
     try:
         with warnings.catch_warnings():  # "save it again" is no advice for a file about to be replaced
@@ -315,7 +320,7 @@ def load_model_file(path: str | os.PathLike) -> ModelFile:
         looks_safetensors = len(head) > 8 and head[8:9] == b"{" and n <= size - 8
         if looks_safetensors and n <= _MAX_HEADER_BYTES:
             head += fh.read(n - 1)
-    if not looks_safetensors and (head[:4] == b"PK\x03\x04" or head[:1] == b"\x80"):
+    if not looks_safetensors and _torch_saved(head):
         return _load_legacy(p)
     header = _read_header(p, head, size)
     version = header.get("version")
