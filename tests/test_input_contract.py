@@ -338,6 +338,9 @@ def test_ctrl_c_while_publishing_waits_for_the_whole_new_set(tmp_path):
     script = """
 import json, os, signal, sys
 import minitorch_proto.serialization as serialization
+# Python's usual Ctrl-C handler, whatever the test runner left: a process started in the background by
+# a non-interactive shell (as CI may be) inherits SIGINT ignored, and nothing is deferred then.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 out, renames, real_replace = sys.argv[1], [], os.replace
 def publish(text):
     with serialization.staged_directory(out) as stage:
