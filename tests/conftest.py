@@ -77,3 +77,13 @@ def assert_predictions_match(predictions, results):
     per_repeat = predictions.groupby(["dataset", "method", "evaluation", "repeat"]).bag.agg(
         lambda b: b.duplicated().any())
     assert not per_repeat.any()
+
+
+def notebook_output_text(cell: dict) -> str:
+    """The text a notebook cell shows: its streams and its plain, HTML and Markdown values."""
+    parts = []
+    for output in cell.get("outputs", []):
+        parts.append("".join(output.get("text", "")))
+        for mime in ("text/plain", "text/html", "text/markdown"):
+            parts.append("".join(output.get("data", {}).get(mime, "")))
+    return "\n".join(parts)

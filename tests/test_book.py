@@ -1,6 +1,8 @@
 """The book builds (quick mode: small notebook runs, warnings as errors) and every page reads well.
 
-One quick build is shared by the tests of this module. The browser test serves the built site
+One quick build is shared by the tests of this module. It runs every notebook once with papermill,
+each alone in an empty folder; those runs are checked here too (no failed cell, no path of the
+machine in an output, nothing written outside ``outputs/``). The browser test serves the built site
 on 127.0.0.1 and opens every page of the table of contents in headless Chromium (Debian's
 ``chromium``; ``make test`` installs it) at 1280 px, and fails on any of:
 
@@ -35,6 +37,7 @@ import functools
 import http.server
 import importlib.util
 import html
+import json
 import re
 import shutil
 import subprocess
@@ -199,6 +202,32 @@ def test_scripts_and_launch_buttons_of_the_quick_build(site):
 def test_every_toc_page_is_built(site):
     missing = [f for f in toc_files() if not (site / f"{f}.html").is_file()]
     assert not missing
+
+
+NOTEBOOKS = _load_build_book().notebook_paths(REPO)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_each_notebook_ran_alone_in_an_empty_folder_and_wrote_only_outputs(site, notebook):
+    """The quick build ran it (papermill, kernel python3) with the small parameters and no ``out_dir``, in
+    a fresh folder with no repository beside it, as a notebook opened on Colab after ``pip install``:
+    no cell failed, no output shows a path of the machine, and it wrote under ``outputs/`` only."""
+    from .conftest import notebook_output_text
+
+    out = site.parents[1]
+    run = json.loads((out / "quick_runs.json").read_text())[notebook.stem]
+    assert run["parameters"] == _load_build_book().QUICK_PARAMETERS[notebook.stem]  # the notebook's own out_dir
+    cwd = Path(run["cwd"])
+    assert REPO not in cwd.parents and cwd.parent == out
+    executed = json.loads((out / "executed" / notebook.name).read_text())
+    errors = [o for c in executed["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+    for cell in executed["cells"]:
+        text = notebook_output_text(cell)
+        for root in (str(cwd), str(out), str(REPO)):
+            assert root not in text, f"{notebook.name}: an output shows the absolute path {root}: {text[:300]!r}"
+    outside = [f for f in run["written"] if Path(f).parts[0] != "outputs"]
+    assert not outside, f"{notebook.name} wrote outside outputs/: {outside}"
 
 
 def test_math_is_served_from_the_book_itself(site):

@@ -17,13 +17,16 @@ runs every notebook once with papermill and the SMALL parameters of :data:`QUICK
 (each in a fresh empty working folder, as on Colab) into a temporary copy of the book's sources,
 then builds that copy without running those notebooks again (the MyST-NB pages, such as the
 results page, which read what the notebooks glued, still execute). The HTML goes to
-``<out>/_build/html``.
+``<out>/_build/html``; the executed notebooks to ``<out>/executed/``, and ``<out>/quick_runs.json``
+records, per notebook, its seconds, its working folder and the files it wrote there (the tests
+check those runs rather than running every notebook a second time).
 
 The exit status is non-zero on any failure.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -167,7 +170,10 @@ def quick_build(out: Path, keep_sources: bool = False, only: list[str] | None = 
     try:
         copy_sources(work)
         data_dir = work / "_nbdata"
-        failures = []
+        failures, runs = [], {}
+        executed = out / "executed"
+        shutil.rmtree(executed, ignore_errors=True)  # no notebook of an earlier build passes for this one's
+        executed.mkdir()
         for nb in notebook_paths(REPO):
             if only is not None and nb.stem not in only and nb.stem[:2] not in only:
                 continue
@@ -180,11 +186,15 @@ def quick_build(out: Path, keep_sources: bool = False, only: list[str] | None = 
             try:
                 seconds = run_notebook(nb, dst, params, cwd=fresh)
                 print(f"[papermill] {nb.name}: ok in {seconds:.1f} s", flush=True)
+                shutil.copy2(dst, executed / nb.name)
+                runs[nb.stem] = {"seconds": round(seconds, 1), "cwd": str(fresh), "parameters": params,
+                                 "written": sorted(str(f.relative_to(fresh)) for f in fresh.rglob("*") if f.is_file())}
             except Exception as exc:  # papermill raises PapermillExecutionError with the traceback
                 print(f"[papermill] {nb.name}: FAILED\n{exc}", flush=True)
                 failures.append(nb.name)
             finally:
                 shutil.rmtree(fresh, ignore_errors=True)
+        (out / "quick_runs.json").write_text(json.dumps(runs, indent=1) + "\n")
         if failures:
             raise RuntimeError(f"notebook(s) failed under papermill: {', '.join(failures)}")
         shutil.rmtree(data_dir, ignore_errors=True)
