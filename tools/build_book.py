@@ -171,9 +171,8 @@ def quick_build(out: Path, keep_sources: bool = False, only: list[str] | None = 
         copy_sources(work)
         data_dir = work / "_nbdata"
         failures, runs = [], {}
-        executed = out / "executed"
-        shutil.rmtree(executed, ignore_errors=True)  # no notebook of an earlier build passes for this one's
-        executed.mkdir()
+        executed = out / "executed"  # copied over on success only, and quick_runs.json names this build's runs
+        executed.mkdir(exist_ok=True)
         for nb in notebook_paths(REPO):
             if only is not None and nb.stem not in only and nb.stem[:2] not in only:
                 continue
