@@ -462,7 +462,7 @@ class DiskBagDataset(Sequence):
 
     def summary(self) -> dict:
         """Counts in the shape of ``BagDataset.summary`` (bags, instances, features, sizes)."""
-        s = self.sizes
+        s = self.sizes if len(self) else np.zeros(1, dtype=np.int64)  # an empty subset: sizes of 0, not numpy's error
         out = {"name": self.name, "bags": len(self), "instances": int(s.sum()), "features": self.n_features,
                "min_bag": int(s.min()), "median_bag": float(np.median(s)), "max_bag": int(s.max())}
         if self.y is not None:
