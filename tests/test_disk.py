@@ -153,7 +153,7 @@ def test_what_a_folder_is_asked_for_that_it_cannot_give_is_an_error(tmp_path, pr
         data.subset(np.array([True, False, True]))
     assert len(data.subset(np.arange(16) % 2 == 0)) == 8
     empty = data.subset([]).summary()  # numpy's "zero-size array to reduction" before
-    assert (empty["bags"], empty["instances"], empty["max_bag"], empty["features"]) == (0, 0, 0, data.n_features)
+    assert (empty["bags"], empty["instances"], empty["max_bag"], empty["features"]) == (0, 0, 0, 0)
     for bad in (["1"], [0.9], 1.0):  # the id "1" had given the bag at position 1, 0.9 position 0
         with pytest.raises(IndexError, match="bag positions must be integers"):
             data[bad] if not isinstance(bad, list) else data.subset(bad)
