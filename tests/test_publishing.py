@@ -8,6 +8,7 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -129,9 +130,9 @@ def test_frozen_table_names_its_command_and_code_version(name):
     assert words[0] in {"minitorch-proto", "papermill", ".venv/bin/papermill", "python",
                                             ".venv/bin/python", ".venv/bin/minitorch-proto"}, record["command"]
     assert re.fullmatch(r"[0-9a-f]{7,40}(\+dirty)?", record["commit"]), record["commit"]
-    table = frozen.load_frozen(name)
-    assert list(table.columns) == record.get("columns", list(table.columns))
-    assert len(table) > 0
+    table = frozen.load_frozen(name)  # checks its columns, rows and text against the record
+    assert record["columns"] == list(table.columns) and record["n_rows"] == len(table) > 0
+    assert re.fullmatch(r"[0-9a-f]{64}", record["sha256"])
 
 
 def test_frozen_measured_results_have_the_columns_and_methods_of_the_code():
@@ -201,6 +202,41 @@ def test_write_frozen_round_trip(tmp_path, monkeypatch):
     assert "at code version `def5678`." in frozen.provenance_note(frozen.load_frozen("demo3"))
     old = {**back.attrs["provenance"], "commit": "abc1234+dirty"}
     assert "`abc1234` with uncommitted changes" in frozen.provenance_note(old)
+
+
+def test_a_frozen_table_is_read_only_as_it_was_frozen(tmp_path, monkeypatch):
+    monkeypatch.setattr(frozen, "frozen_dir", lambda: tmp_path)
+    df = pd.DataFrame({"dataset": ["musk1", "fox", "tiger"], "auc": [0.9, 0.6, 0.8]})
+    frozen.write_frozen(df, "t", command="minitorch-proto demo", description="d", folder=tmp_path, commit="abc1234")
+    csv = tmp_path / "t.csv"
+    good = csv.read_text()
+    csv.write_text(good.replace("\n", "\r\n"))  # a checkout's line endings are no change
+    pd.testing.assert_frame_equal(frozen.load_frozen("t"), df)
+    # Cut short (a half-written copy had loaded, and a ranking silently lost its rows), edited by hand, or
+    # with its columns renamed: each refused, naming the table.
+    for text in (good[: good.index("tiger")], good.replace("0.6", "0.7"), good.replace("auc", "accuracy")):
+        csv.write_text(text)
+        with pytest.raises(ValueError, match="frozen table 't' is not the table its provenance describes"):
+            frozen.load_frozen("t")
+    record = json.loads((tmp_path / "t.json").read_text())
+    for key, value, message in (("sha256", None, "has 2 rows; its provenance records 3"),
+                                ("columns", ["dataset", "auc"], "has columns")):
+        csv.write_text(good[: good.index("tiger")] if key == "sha256" else good.replace("auc", "accuracy"))
+        (tmp_path / "t.json").write_text(json.dumps({k: v for k, v in record.items() if k != "sha256"}))
+        with pytest.raises(ValueError, match=message):
+            frozen.load_frozen("t")
+    # A commit that is no git hash (a tree that is no checkout) is refused, and nothing is written.
+    for commit in ("minitorch_proto 0.1.0 (not a git checkout)", "unknown"):
+        with pytest.raises(ValueError, match="is not a code version"):
+            frozen.write_frozen(df, "u", command="c", description="d", folder=tmp_path, commit=commit)
+    assert not (tmp_path / "u.csv").exists()
+    # A provenance value JSON cannot hold: neither file is written (the CSV had been, under the old JSON).
+    csv.write_text(good)
+    (tmp_path / "t.json").write_text(json.dumps(record))
+    with pytest.raises(TypeError):
+        frozen.write_frozen(df.iloc[:1], "t", command="c", description="d", folder=tmp_path, commit="abc1234",
+                            n=np.int64(3))
+    pd.testing.assert_frame_equal(frozen.load_frozen("t"), df)
 
 
 # --------------------------------------------------------------------------------------

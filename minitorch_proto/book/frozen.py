@@ -1,7 +1,8 @@
 """Frozen result tables: measurements too long to re-run in a book build, shipped with the package.
 
 A frozen table is a CSV file in ``minitorch_proto/book/frozen_tables/`` with a JSON file of the same
-name beside it that says how it was made (``command``, ``commit``, ``date``, ``description``).
+name beside it that says how it was made (``command``, ``commit``, ``date``, ``description``) and
+what it holds (``columns``, ``n_rows`` and the ``sha256`` of its text, checked on every read).
 Both are package data, so a notebook finds them after a plain ``pip install`` (as on Colab),
 without the repository beside it. :func:`write_frozen` writes a table together with that
 provenance; :func:`load_frozen` reads it back with the provenance in ``DataFrame.attrs``.
@@ -9,6 +10,8 @@ provenance; :func:`load_frozen` reads it back with the provenance in ``DataFrame
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
+import io
 import json
 import os
 import re
@@ -18,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..about import code_version
-from ..evaluation.report import write_atomic
+from ..outputs import write_together
 
 __all__ = [
     "PROVENANCE_KEYS",
@@ -35,6 +38,13 @@ __all__ = [
 PROVENANCE_KEYS = ("command", "commit", "date", "description")
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: A code version a reader can look up: a git hash ("+dirty": frozen from uncommitted changes, older tables only).
+_COMMIT = re.compile(r"[0-9a-f]{7,40}(\+dirty)?")
+
+
+def _digest(text: str) -> str:
+    """sha256 of a table's text, line endings made Unix ones (a checkout may turn them into CRLF)."""
+    return hashlib.sha256(text.replace("\r\n", "\n").encode("utf-8")).hexdigest()
 
 
 def frozen_dir():
@@ -97,11 +107,22 @@ def load_frozen(name: str) -> pd.DataFrame:
     ------
     FileNotFoundError
         If no such table ships with the package.
+    ValueError
+        If the table is not the one its provenance describes (other columns, rows or text: cut short,
+        or changed by hand since it was frozen).
     """
     name = _check_name(name)
     record = provenance(name)
-    with (frozen_dir() / f"{name}.csv").open("r") as fh:
-        df = pd.read_csv(fh)
+    text = (frozen_dir() / f"{name}.csv").read_text(encoding="utf-8")
+    if "sha256" in record and _digest(text) != record["sha256"]:
+        raise ValueError(f"frozen table {name!r} is not the table its provenance describes (its sha256 differs): "
+                         "cut short or changed since it was frozen; freeze it again with the recorded command.")
+    df = pd.read_csv(io.StringIO(text))
+    if "columns" in record and list(map(str, df.columns)) != list(record["columns"]):
+        raise ValueError(f"frozen table {name!r} has columns {list(df.columns)}; its provenance records "
+                         f"{record['columns']}.")
+    if "n_rows" in record and len(df) != record["n_rows"]:
+        raise ValueError(f"frozen table {name!r} has {len(df)} rows; its provenance records {record['n_rows']}.")
     df.attrs["provenance"] = record
     return df
 
@@ -140,7 +161,7 @@ def write_frozen(
     folder: str | os.PathLike | None = None,
     **extra,
 ) -> Path:
-    """Write ``df`` as a frozen table with its provenance (CSV + JSON, each written atomically).
+    """Write ``df`` as a frozen table with its provenance (CSV and JSON together: both, or neither).
 
     Parameters
     ----------
@@ -161,7 +182,8 @@ def write_frozen(
     Raises
     ------
     ValueError
-        When writing into the package (no ``folder``) from code with uncommitted changes.
+        If ``commit`` is not a git hash (a tree that is no git checkout has no version a reader could
+        look up), or when writing into the package (no ``folder``) from code with uncommitted changes.
 
     Returns
     -------
@@ -172,11 +194,14 @@ def write_frozen(
     if not command.strip() or not description.strip():
         raise ValueError("a frozen table needs the command that made it and a description.")
     commit = str(extra.pop("commit", None) or code_version())
+    if not _COMMIT.fullmatch(commit):
+        raise ValueError(f"{name}: {commit!r} is not a code version (a git hash): freeze from a git checkout, "
+                         "or pass commit=<hash> for a run made elsewhere.")
     if folder is None and commit.endswith("+dirty"):
         raise ValueError(f"{name}: the code has uncommitted changes ({commit}); a frozen table names the code "
                          "that made it, which a reader must be able to check out: commit, then freeze.")
     target = Path(folder) if folder is not None else Path(str(frozen_dir()))
-    target.mkdir(parents=True, exist_ok=True)
+    text = df.to_csv(index=False)
     record = {
         "command": command,
         "commit": commit,
@@ -184,8 +209,10 @@ def write_frozen(
         "description": description,
         "columns": list(map(str, df.columns)),
         **extra,
+        "n_rows": len(df),
+        "sha256": _digest(text),
     }
+    meta = json.dumps(record, indent=2) + "\n"  # before anything is written: a value JSON cannot hold stops here
     csv_path = target / f"{name}.csv"
-    write_atomic(csv_path, df.to_csv(index=False))
-    write_atomic(target / f"{name}.json", json.dumps(record, indent=2) + "\n")
+    write_together({csv_path: text, target / f"{name}.json": meta})
     return csv_path
