@@ -96,6 +96,24 @@ def test_ablation_verdict_names_best_and_worst_and_the_gap():
     assert ablation_verdict(deltas, baseline="base", gap=0.13, brief=True).startswith("No single change")
     assert ablation_verdict(deltas, baseline="base", brief=True).count(".") == 3  # one sentence, two numbers
     assert "as large as the gap" in ablation_verdict(deltas, baseline="base", gap=0.03)
+    # Already above the paper: no gap, and no "covers nan% of it" (the share of a gap of -0.01).
+    text = ablation_verdict(deltas.assign(delta=deltas["delta"] - 0.2), baseline="base", gap=-0.01)
+    assert "There is no gap to close" in text and "+0.01" in text and "nan" not in text
+
+
+def test_verdicts_word_their_numbers_as_printed():
+    from minitorch_proto.book import mnist_sweep_verdict
+    from minitorch_proto.book.verdicts import comparison_verdict
+
+    # "median test AUC 0.85 (misses the bar of ... 0.85)" for 0.8496.
+    runs = pd.DataFrame({"target": [9] * 2, "seed": [0, 1], "digit_like": [True] * 2, "test_auc": [0.8495, 0.8497]})
+    assert "median test AUC 0.8496 (misses the bar of 2/2 and 0.85)" in mnist_sweep_verdict(runs)
+    assert "median test AUC 0.86 (meets" in mnist_sweep_verdict(runs.assign(test_auc=0.86))
+    table = pd.DataFrame({"dataset": ["musk1", "fox", "tiger", "elephant"], "diff": [0.01, -0.0203, np.nan, -0.05]})
+    text = comparison_verdict(table)
+    # -0.0203 prints as -0.020: within the margin of 0.02, not "further below" it; Tiger was silently left out.
+    assert "within 0.02 below it on 1 (fox), and further below on 1: elephant (-0.050)." in text
+    assert "No difference could be measured on 1 (tiger)." in text
 
 
 def test_formulation_and_own_data_verdicts():

@@ -531,8 +531,11 @@ def mnist_sweep_verdict(table: pd.DataFrame, min_share: float = 0.9, min_auc: fl
         n, ok, med = len(g), int(g["digit_like"].sum()), float(g["test_auc"].median())
         need = math.ceil(min_share * n - 1e-9)  # the runs the bar asks for, printed as tested (not rounded)
         met = ok >= need and med >= min_auc
+        # As many decimals as it takes not to print the bar itself beside "misses" (0.8496 as "0.85").
+        digits = next((d for d in range(2, 7) if med >= min_auc or f"{med:.{d}f}" != f"{min_auc:.{d}f}"), 6)
+        shown = f"{med:.{digits}f}"
         parts.append(f"target {target}: {ok} of {n} runs gave an evidence prototype whose nearest training digits "
-                     f"are mostly {target}s (at least {min_hits} of {k}), median test AUC {med:.2f}"
+                     f"are mostly {target}s (at least {min_hits} of {k}), median test AUC {shown}"
                      f" ({'meets' if met else 'misses'} the bar of {need}/{n} and {min_auc:.2f})")
     return "; ".join(parts) + "."
 

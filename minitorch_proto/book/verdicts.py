@@ -253,10 +253,12 @@ def ablation_verdict(
             f"larger than {z:g} standard errors.")
     if gap is None or not np.isfinite(gap):
         return text.split("; ")[0] + "." if brief else text
-    if per_setting[best] >= gap:
+    if gap <= 0:
+        closing = f"There is no gap to close: the baseline is already at or above the paper's accuracy ({-gap:+.2f})."
+    elif per_setting[best] >= gap:
         closing = f"The best single change ({best}, {per_setting[best]:+.3f}) is as large as the gap to the paper ({gap:.2f})."
     else:
-        share = max(per_setting[best], 0.0) / gap if gap > 0 else np.nan
+        share = max(per_setting[best], 0.0) / gap
         closing = (f"No single change closes the gap of {gap:.2f} to the paper's accuracy: the best one "
                    f"({best}) covers {share:.0%} of it.")
     return closing if brief else f"{text} {closing}"
@@ -444,14 +446,19 @@ def comparison_verdict(table: pd.DataFrame, display: Mapping[str, str] | None = 
     """
     name = lambda d: (display or {}).get(d, d)  # noqa: E731
     diffs = table["diff"].astype(float).round(TIE_DIGITS)  # a true tie summed in another order is not "below"
+    # Sorted by the difference as printed (3 decimals): -0.0203 is "-0.020", within a margin of 0.02.
+    shown = diffs.round(3)
     at_or_above = [name(d) for d, v in zip(table["dataset"], diffs) if v >= 0]
-    within = [name(d) for d, v in zip(table["dataset"], diffs) if -margin <= v < 0]
-    below = [f"{name(d)} ({v:+.3f})" for d, v in zip(table["dataset"], diffs) if v < -margin]
+    within = [name(d) for d, v, s in zip(table["dataset"], diffs, shown) if v < 0 and s >= -margin]
+    below = [f"{name(d)} ({s:+.3f})" for d, s in zip(table["dataset"], shown) if s < -margin]
+    missing = [name(d) for d, v in zip(table["dataset"], diffs) if not np.isfinite(v)]
     n = len(table)
     text = [f"{subject} is at or above {against} on {len(at_or_above)} of {n} data sets"
             + (f" ({', '.join(at_or_above)})" if at_or_above else "") + ","
             + f" within {margin:.2f} below it on {len(within)}" + (f" ({', '.join(within)})" if within else "")
             + f", and further below on {len(below)}" + (f": {', '.join(below)}" if below else "") + "."]
+    if missing:
+        text.append(f"No difference could be measured on {len(missing)} ({', '.join(missing)}).")
     return " ".join(text)
 
 
