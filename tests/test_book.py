@@ -230,6 +230,38 @@ def test_each_notebook_ran_alone_in_an_empty_folder_and_wrote_only_outputs(site,
     assert not outside, f"{notebook.name} wrote outside outputs/: {outside}"
 
 
+def test_the_build_script_refuses_what_it_would_ignore(capsys, tmp_path):
+    build_book = _load_build_book()
+    for argv, message in ((["--quick", "--only", "99,02", "--out", str(tmp_path / "unused")], "--only: no notebook '99'"),
+                          (["--keep-sources"], "are only used with --quick")):
+        with pytest.raises(SystemExit) as exit_:  # an unknown --only had run no notebook and exited 0
+            build_book.main(argv)
+        assert exit_.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "unused").exists()
+
+
+def test_a_full_build_runs_the_notebooks_again_after_a_change_to_the_package(tmp_path, monkeypatch):
+    # jupyter-cache keys a notebook on its own text: a change to the package alone had kept the old numbers.
+    build_book = _load_build_book()
+    code = tmp_path / "minitorch_proto" / "model.py"
+    code.parent.mkdir()
+    code.write_text("SCALE = 1\n")
+    cache, kept = tmp_path / "_build" / ".jupyter_cache", []
+
+    def build(root, out=None):  # what jupyter-book does with the cache: finds it, or runs and fills it
+        kept.append(cache.exists())
+        cache.mkdir(parents=True, exist_ok=True)
+        return root / "index.html"
+
+    monkeypatch.setattr(build_book, "REPO", tmp_path)
+    monkeypatch.setattr(build_book, "checked_build", build)
+    for change in (None, None, "SCALE = 2\n", None):
+        if change:
+            code.write_text(change)
+        build_book.full_build()
+    assert kept == [False, True, False, True]
+
+
 def test_math_is_served_from_the_book_itself(site):
     """MathJax comes from _static/mathjax (sphinx-mathjax-offline), never from a CDN."""
     method = (site / "book" / "method.html").read_text()

@@ -26,6 +26,7 @@ The exit status is non-zero on any failure.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -215,9 +216,31 @@ def checked_build(root: Path, out: Path | None = None) -> Path:
     return index
 
 
+def package_digest(root: Path = REPO) -> str:
+    """sha256 over the package's code and data files: what a notebook's results depend on besides itself."""
+    digest = hashlib.sha256()
+    package = root / "minitorch_proto"
+    for path in sorted(package.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+            digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def full_build() -> Path:
-    """Build the book in place, executing every notebook with its defaults (cached)."""
-    return checked_build(REPO)
+    """Build the book in place, executing every notebook with its defaults (cached).
+
+    jupyter-cache keys a notebook on its own text: after a change to the package alone it would show
+    the old code's numbers. The cache is kept only while the package is the one it was made with.
+    """
+    cache = REPO / "_build" / ".jupyter_cache"
+    stamp = REPO / "_build" / "jupyter_cache_package.sha256"
+    code = package_digest(REPO)
+    if cache.exists() and (not stamp.is_file() or stamp.read_text().strip() != code):
+        print("the package changed since the cached notebook runs: every notebook runs again", flush=True)
+        shutil.rmtree(cache)
+    index = checked_build(REPO)
+    stamp.write_text(code + "\n")
+    return index
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,10 +258,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.quick:
             only = [x.strip() for x in args.only.split(",")] if args.only else None
+            known = {p.stem for p in notebook_paths(REPO)} | {p.stem[:2] for p in notebook_paths(REPO)}
+            if only is not None and (unknown := [x for x in only if x not in known]):
+                parser.error(f"--only: no notebook {', '.join(map(repr, unknown))} (give stems or their numbers, "
+                             f"e.g. 01,02)")
             index = quick_build(args.out or REPO / "_build" / "quick", keep_sources=args.keep_sources, only=only)
         else:
-            if args.out is not None or args.only is not None:
-                parser.error("--out and --only are only used with --quick (the full build writes to _build/html)")
+            if args.out is not None or args.only is not None or args.keep_sources:
+                parser.error("--out, --only and --keep-sources are only used with --quick (the full build writes to "
+                             "_build/html)")
             index = full_build()
     except Exception as exc:
         print(f"book build FAILED after {time.perf_counter() - t0:.0f} s: {exc}", file=sys.stderr)
