@@ -232,7 +232,8 @@ def test_each_notebook_ran_alone_in_an_empty_folder_and_wrote_only_outputs(site,
 
 def test_the_build_script_refuses_what_it_would_ignore(capsys, tmp_path):
     build_book = _load_build_book()
-    for argv, message in ((["--quick", "--only", "99,02", "--out", str(tmp_path / "unused")], "--only: no notebook '99'"),
+    unused = str(tmp_path / "unused")
+    for argv, message in ((["--quick", "--only", "99,02", "--out", unused], "--only: no notebook '99'"),
                           (["--keep-sources"], "are only used with --quick")):
         with pytest.raises(SystemExit) as exit_:  # an unknown --only had run no notebook and exited 0
             build_book.main(argv)
