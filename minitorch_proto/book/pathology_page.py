@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import balanced_accuracy_score
 
-from ..evaluation.cv import Fold, cross_validate
+from ..evaluation.cv import Fold, cross_validate, mean_standard_error
 from ..meta_estimators import proba_in
 from ..methods import display_name, make, resolve
 from ..validation import check_labels
@@ -52,8 +52,7 @@ def _cell(values: pd.Series, repeats: pd.Series) -> str:
     """Mean ± SD over folds, and the SE over repetition means when there are several repetitions."""
     text = f"{values.mean():.3f} ± {values.std(ddof=1):.3f}"
     if repeats.nunique() > 1:
-        means = values.groupby(repeats).mean()
-        text += f" (SE {means.std(ddof=1) / np.sqrt(len(means)):.3f})"
+        text += f" (SE {mean_standard_error(values, repeats):.3f})"
     return text
 
 
