@@ -33,3 +33,18 @@ def test_the_baseline_alone_is_refused_before_any_training():
     with pytest.raises(ValueError, match="settings is empty"):
         select_ablations([])
     assert [a.setting for a in select_ablations(["lambda_w=0"])] == [BASELINE, "lambda_w=0"]
+
+
+def test_a_fold_count_one_data_set_cannot_take_fails_before_any_training(monkeypatch):
+    from types import SimpleNamespace
+
+    from minitorch_proto.evaluation import ablations
+
+    trained = []
+    monkeypatch.setattr(ablations, "evaluate_tasks", lambda tasks, device=None: trained.append(tasks))
+    rng = np.random.default_rng(0)
+    big = SimpleNamespace(bags=[rng.normal(size=(3, 2)) for _ in range(20)], y=np.array([0, 1] * 10))
+    small = SimpleNamespace(bags=big.bags[:6], y=big.y[:6])  # 3 bags a class: 5 folds cannot be stratified
+    with pytest.raises(ValueError, match="fewer than n_folds=5"):
+        ablations.run_ablations({"musk1": big, "fox": small}, select_ablations(["D=4"]), repeats=1, folds=5, epochs=1)
+    assert trained == []  # Musk1's settings had trained first

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from minitorch_proto.book import as_choices, digit_like_bar, mnist_sweep_verdict
@@ -120,3 +121,24 @@ def test_page_04_s_folds_are_checked_on_every_data_set_before_any_training(monke
     with pytest.raises(ValueError, match="n_folds"):
         page.run_methods_on_benchmarks(data, ["bag_stats"], repeats=1, folds=5)
     assert fitted == []  # the first data set was not cross-validated before the second failed
+
+
+def test_switches_seeds_devices_and_repeats_of_notebook_parameters():
+    from minitorch_proto.book import as_choices, device_param, flag_param, seed_param
+
+    # papermill -p turns only True/False into bools: "false" had switched a check on.
+    assert [flag_param(v, "quick") for v in (True, False, "false", " TRUE ", np.bool_(False))] == [
+        True, False, False, True, False]
+    for bad in ("no", "0", 0, 1, None, "yes"):
+        with pytest.raises(ValueError, match=r"parameter quick is True or False; got"):
+            flag_param(bad, "quick")
+    assert seed_param(np.int64(7)) == 7 and seed_param(2**32 - 1) == 2**32 - 1
+    for bad in (-1, 2**32, 1.5, True, "3"):
+        with pytest.raises(ValueError, match=r"parameter seed is a seed, a whole number from 0 to 4294967295"):
+            seed_param(bad)
+    assert device_param("cpu") == "cpu" and device_param("auto") == "auto"
+    with pytest.raises(ValueError, match=r"parameter device: Unknown device 'gpu'"):
+        device_param("gpu")
+    # One seed given twice is one run, not two (a sweep had counted "0 of 2 runs" for seeds [0, 0]).
+    assert as_choices([0, 0, 1], "sweep_seeds", range(10)) == [0, 1]
+    assert as_choices(["musk1", "Musk1"], "datasets", ["musk1"], lower=True) == ["musk1"]

@@ -92,6 +92,37 @@ def test_papermill_reads_every_parameter(notebook):
     assert set(papermill.inspect_notebook(str(notebook))) == names
 
 
+#: Whole-number parameters checked otherwise than by count_param or seed_param.
+OTHER_WHOLE_NUMBER_CHECKS = {"slide_count": "check_slide_count(slide_count,"}
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_switch_and_count_is_checked_before_any_work(notebook):
+    """A parameter whose default is True/False goes through ``book.flag_param`` (``-p flag false`` arrives as the
+    string "false", which an ``if`` read as True), and one whose default is a whole number through
+    ``count_param`` or ``seed_param`` (20.7 bags had been 20, seed -1 numpy's error after the training), in the
+    setup cell, the first after the parameters."""
+    cells = [c for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
+    assert "parameters" in cells[0]["metadata"].get("tags", [])
+    setup = "".join(cells[1]["source"])
+    unchecked = []
+    for node in ast.parse("".join(cells[0]["source"])).body:
+        name = node.targets[0].id
+        try:
+            default = ast.literal_eval(node.value)
+        except ValueError:
+            continue
+        if isinstance(default, bool):
+            checks = [f"flag_param({name},"]
+        elif isinstance(default, int):
+            checks = [f"count_param({name},", f"seed_param({name})", OTHER_WHOLE_NUMBER_CHECKS.get(name, "-")]
+        else:
+            continue
+        if not any(check in setup for check in checks):
+            unchecked.append(name)
+    assert not unchecked, f"{notebook.name}: parameters not checked in the setup cell: {unchecked}"
+
+
 def test_a_notebook_runs_from_the_repository_root_on_a_strangers_csv(tmp_path):
     """The notebooks do not depend on being started from notebooks/; page 07 runs on a CSV of one's own.
 

@@ -562,7 +562,7 @@ def _digit_like(rows: pd.DataFrame, min_hits: int) -> pd.Series:
     return hits & rows["digit_like"].astype(bool) if "digit_like" in rows else hits
 
 
-def mnist_evidence_summary(table: pd.DataFrame, min_hits: int = 6) -> pd.DataFrame:
+def mnist_evidence_summary(table: pd.DataFrame, min_hits: int | None = None) -> pd.DataFrame:
     """Per model and target, the sweep's criteria and the evidence AUCs (``benchmarks/evidence_auc.py`` rows).
 
     ``table`` has one row per (model, target, seed) with ``bag_auc``, ``hits`` and the per-bag
@@ -571,8 +571,10 @@ def mnist_evidence_summary(table: pd.DataFrame, min_hits: int = 6) -> pd.DataFra
     ``min_hits`` target digits among its nearest training digits, and whose closeness is evidence
     for the target: the rows' own ``digit_like`` where the table has it) and ``("bags", "median AUC")``;
     then ``("evidence AUC", <score>)`` per evidence score present, the mean over runs of the
-    per-bag instance AUC on the positive test bags.
+    per-bag instance AUC on the positive test bags. ``min_hits`` defaults to :func:`digit_like_bar`
+    of :data:`MNIST_K` (the sweep's bar).
     """
+    min_hits = digit_like_bar(MNIST_K) if min_hits is None else int(min_hits)
     rows = []
     for (model, target), g in table.groupby(["model", "target"], sort=False):
         row = {("", "model"): model, ("", "target"): int(target),

@@ -13,7 +13,10 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-__all__ = ["as_choices", "count_param", "method_keys", "output_folder", "seed_span"]
+import numpy as np
+
+__all__ = ["as_choices", "count_param", "device_param", "flag_param", "method_keys", "output_folder", "seed_param",
+           "seed_span"]
 
 
 def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower: bool = False) -> list:
@@ -34,6 +37,7 @@ def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower:
     Returns
     -------
     list
+        In the order given, each value once (``[0, 0]`` is one seed, not two runs).
 
     Raises
     ------
@@ -52,12 +56,21 @@ def as_choices(value: Any, name: str, allowed: Iterable | None = None, *, lower:
             unknown = [v for v in values if not is_whole(v) or v not in allowed]
             valid = f"whole numbers from {allowed.start} to {allowed.stop - 1}"
         else:
-            allowed = list(allowed)
+            allowed = _once(allowed)
             unknown = [v for v in values if v not in allowed]
             valid = str(allowed)
         if unknown:
             raise ValueError(f"parameter {name}: unknown {unknown}; valid values are {valid}.")
-    return values
+    return _once(values)
+
+
+def _once(values: Iterable) -> list:
+    """Each value once, in order, by equality (as ``in`` compares; unhashable values are fine)."""
+    once: list = []
+    for v in values:
+        if v not in once:
+            once.append(v)
+    return once
 
 
 def is_whole(value: Any) -> bool:
@@ -132,3 +145,35 @@ def count_param(value: Any, name: str, minimum: int = 1) -> int:
     if not is_whole(value) or value < minimum:
         raise ValueError(f"parameter {name} is a count, a whole number of at least {minimum}; got {value!r}.")
     return int(value)
+
+
+def flag_param(value: Any, name: str) -> bool:
+    """A yes/no parameter as a bool: True or False, or the words ``true``/``false`` in any case.
+
+    ``papermill -p flag false`` hands over the string ``"false"`` (only ``True`` and ``False`` become
+    bools), which an ``if`` reads as True: the switch had been on when it was turned off.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ValueError(f"parameter {name} is True or False; got {value!r}.")
+
+
+def seed_param(value: Any, name: str = "seed") -> int:
+    """A seed parameter as an int from 0 to 2**32 - 1 (numpy's range), checked before any work."""
+    if not is_whole(value) or not 0 <= value < 2**32:
+        raise ValueError(f"parameter {name} is a seed, a whole number from 0 to 4294967295; got {value!r}.")
+    return int(value)
+
+
+def device_param(value: Any, name: str = "device") -> Any:
+    """A device parameter, checked now (``"cpu"``, ``"cuda"``, ``"cuda:N"``, ``"auto"``) and returned as given:
+    an unknown one had failed at the first fit of its kind, after other methods had run."""
+    from ..utils import resolve_device  # torch: imported when a page asks, not with the parameters
+
+    try:
+        resolve_device(value)
+    except ValueError as exc:
+        raise ValueError(f"parameter {name}: {exc}") from None
+    return value

@@ -154,8 +154,11 @@ def run_ablations(
     """
     trained: dict[tuple[str, str], pd.DataFrame] = {}
     rows, t0 = [], time.perf_counter()
+    # Every data set's folds first: a fold count one of them cannot take fails before any training.
+    all_folds = {name: stratified_folds(d.y, n_repeats=repeats, n_folds=folds, random_state=seed)
+                 for name, d in data.items()}
     for name, d in data.items():
-        cv_folds = stratified_folds(d.y, n_repeats=repeats, n_folds=folds, random_state=seed)
+        cv_folds = all_folds[name]
         for ablation in ablations:
             key = (name, ablation.setting)
             if key not in trained:  # a setting listed in two groups trains once
