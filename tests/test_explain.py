@@ -398,6 +398,18 @@ def fitted_poolings(data):
     return fitted
 
 
+def test_the_similarity_term_of_a_far_bag_goes_to_its_nearest_instance(fitted_poolings, data):
+    # Far from every prototype each kernel value underflows to 0; an argmax of the kernel had handed the whole
+    # similarity term to instance 0 whichever instance was nearest.
+    clf = fitted_poolings["min_mean_max_ln_similarity"]
+    bags, _ = data
+    far = np.full((3, bags[0].shape[1]), 1e4)
+    far[2] = 5e3  # instance 2 is the nearest to every prototype
+    ev = instance_evidence(clf, far, evidence_reference(clf, bags[:20]))
+    assert ev["evidence_similarity"].iloc[2] != 0 and (ev["evidence_similarity"].iloc[:2] == 0).all()
+    assert ev["evidence"].sum() + ev.attrs["reference_logit"] == pytest.approx(ev.attrs["decision_value"], abs=1e-9)
+
+
 @pytest.mark.parametrize("split", ["attaining", "shapley"])
 @pytest.mark.parametrize("name", list(POOLING_CONFIGS))
 def test_evidence_plus_reference_logit_equals_decision_value(fitted_poolings, data, name, split):

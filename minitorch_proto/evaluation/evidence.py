@@ -80,8 +80,8 @@ import numpy as np
 import pandas as pd
 
 from ..utils import progress_bar
-from .explain import (_distances, _one_model, _require_binary, _similarity, _standardised, ensemble_members,
-                      explain_bag)
+from .explain import (_distances, _one_model, _require_binary, _similarity, _sqdistances, _standardised,
+                      ensemble_members, explain_bag)
 from .metrics import binary_auc
 
 __all__ = [
@@ -339,9 +339,12 @@ def instance_evidence(clf: Any, bag: np.ndarray, reference: np.ndarray | Sequenc
     w, b = _head(clf)
     if split == "attaining":
         if sim is not None:
-            # The similarity block is a max over the bag: its term goes to the instance attaining it.
+            # The similarity block is a max over the bag: its term goes to the instance attaining it, the one
+            # nearest p_j (read from the distances: far from p_j every kernel value underflows to 0, and an
+            # argmax of the kernel had given the term to instance 0).
             top = np.zeros_like(sim)
-            top[np.argmax(sim, axis=0), np.arange(sim.shape[1])] = 1.0
+            near = np.argmin(_sqdistances(clf, _standardised(clf, [bag])[0]).numpy(), axis=0)
+            top[near, np.arange(sim.shape[1])] = 1.0
             owner = np.concatenate([owner, top], axis=1)
         parts = owner * (w * (z - zbar))[None, :]  # (K, F)
     else:

@@ -140,14 +140,19 @@ def _distances(clf: Any, std_instances: np.ndarray) -> np.ndarray:
     return pairwise_distance(X, P, clf.model_.config.distance).numpy()
 
 
+def _sqdistances(clf: Any, std_instances: np.ndarray) -> torch.Tensor:
+    """(N, L) standardised instances -> (N, D) squared Euclidean distances to the prototypes (float64)."""
+    X = torch.as_tensor(np.asarray(std_instances, dtype=np.float64))
+    return pairwise_distance(X, torch.as_tensor(_prototypes64(clf)), "sqeuclidean")
+
+
 def _similarity(clf: Any, std_instances: np.ndarray) -> np.ndarray | None:
     """(N, L) standardised instances -> (N, D) kernel values exp(-||x - p||^2 / sigma^2) of the head's
     similarity block (float64; a bag's block is their max over its instances), None without one."""
     model = clf.model_
     if not getattr(model, "has_similarity", False):
         return None
-    X = torch.as_tensor(np.asarray(std_instances, dtype=np.float64))
-    return model.similarity_from_sqdist(pairwise_distance(X, torch.as_tensor(_prototypes64(clf)), "sqeuclidean")).numpy()
+    return model.similarity_from_sqdist(_sqdistances(clf, std_instances)).numpy()
 
 
 def prototype_coefficients(clf: Any) -> pd.DataFrame:
