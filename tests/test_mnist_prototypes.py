@@ -179,3 +179,20 @@ def test_sweep_agreement_pairs_live_and_frozen_runs_of_the_same_seed_and_source(
     text = sweep_agreement(live, frozen)
     assert text.startswith("1 of 3 live runs") and "difference 0.050" in text and "equal in 0 of them" in text
 
+
+
+def test_page_05_verdict_says_which_runs_each_sentence_is_about():
+    from minitorch_proto.book import load_frozen, mnist_page_verdict
+
+    frozen, evidence = load_frozen("mnist_seed_sweep"), load_frozen("mnist_evidence")
+    live = frozen[(frozen["target"] == 9) & frozen["seed"].isin([3, 1])].sort_values("seed", ascending=False)
+    shown, recommended = mnist_page_verdict(frozen, live, evidence, sweep_is_frozen=True, n_prototypes=2, epochs=3,
+                                            n_train_bags=40)
+    assert shown.startswith("Over seeds 0-9 (frozen sweep: targets 9 and 5, D = 2, the page's default settings;")
+    assert "This page's live run (targets 9; seeds 3, 1; D = 2, 3 epochs, 40 training bags): target 9: " in shown
+    assert recommended.startswith("The recommended model on the frozen sweep's bags (seeds 0-9): target 9: ")
+    assert "median test AUC 0.84 (misses the bar of 9/10 and 0.85)" in recommended  # issue 27's open item
+    assert "Its mean evidence AUC (Shapley split / removal): target 9: 0.92 / " in recommended
+    alone, _ = mnist_page_verdict(live, live, evidence, sweep_is_frozen=False, n_prototypes=4, epochs=7,
+                                  n_train_bags=40)
+    assert alone.startswith("Over seeds 1, 3 (live sweep, D = 4, 7 epochs;") and "This page's live run" not in alone

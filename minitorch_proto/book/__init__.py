@@ -13,6 +13,7 @@ module                what it holds
 ``toy_snapshots``     prototypes recorded while a model trains on toy bags
 ``baselines_page``    the baselines page's live run (every method on the same folds)
 ``own_data``          the own-data page's CSV and held-out bags, checked before any training
+``mnist_page``        the MNIST page's closing verdict, from the sweeps and the frozen evidence runs
 ``ladder_page``       the ladder page's tables of the frozen ladder and of the search's choices
 ``pathology_page``    registered methods on the UCSB breast-cancer bags (the own-data page)
 ``slide_maps``        toy whole slides and evidence heatmaps (the own-data page)
@@ -29,12 +30,13 @@ estimators), so notebooks stay short and the logic stays testable.
 from __future__ import annotations
 
 # Each module's __all__ is the one list of its public names; the package re-exports them.
-from . import (baselines_page, fitting, frozen, ladder_page, mnist_prototypes, own_data, params, pathology_page,
-               ranking, slide_maps, toy_snapshots, unit_test_table, verdicts)
+from . import (baselines_page, fitting, frozen, ladder_page, mnist_page, mnist_prototypes, own_data, params,
+               pathology_page, ranking, slide_maps, toy_snapshots, unit_test_table, verdicts)
 from .baselines_page import *  # noqa: F403
 from .fitting import *  # noqa: F403
 from .frozen import *  # noqa: F403
 from .ladder_page import *  # noqa: F403
+from .mnist_page import *  # noqa: F403
 from .mnist_prototypes import *  # noqa: F403
 from .own_data import *  # noqa: F403
 from .params import *  # noqa: F403
@@ -47,6 +49,7 @@ from .verdicts import *  # noqa: F403
 
 __all__ = [
     *mnist_prototypes.__all__,
+    *mnist_page.__all__,
     *unit_test_table.__all__,
     *toy_snapshots.__all__,
     *fitting.__all__,
