@@ -16,7 +16,8 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 __all__ = [
     "check_bool", "check_number",
-    "check_bags", "check_shared_bags", "check_labels", "check_same_length", "seed_from", "check_chunk_size",
+    "check_bags", "check_shared_bags", "check_labels", "check_codes", "check_same_length", "seed_from",
+    "check_chunk_size",
     "frame_columns", "align_frames", "check_distance_range", "check_finite_scores", "check_int",
     "base_seed", "check_named_bags", "derived_seed", "frames_in_model_order", "own_feature_names", "fresh_fit",
     "fits_fresh",
@@ -218,6 +219,26 @@ def check_labels(y, n_bags: int | None = None, *, min_classes: int = 2) -> tuple
             f"at least {min_classes} are needed to fit a classifier."
         )
     return encoded.astype(np.int64), classes
+
+
+def check_codes(y, n_classes: int | None = None) -> tuple[np.ndarray, int]:
+    """Labels already encoded as class codes 0..C-1 (what the trainers take), as int64, with C.
+
+    The trainers index each bag's logits by its code: -1 had trained a cross-entropy without a lower
+    bound, 0.5 was read as 0 by some engines and as 0.5 by another, and a code past ``n_classes`` was
+    read out of bounds by the compiled loop. An estimator encodes any labels (:func:`check_labels`).
+    """
+    raw = np.asarray(y)
+    if raw.dtype.kind not in "iub" and not (raw.dtype.kind == "f" and np.all(np.isfinite(raw))
+                                            and np.array_equal(raw, np.round(raw))):
+        raise ValueError(f"y must hold class codes 0..C-1 (whole numbers); got {raw.dtype} values such as "
+                         f"{raw.reshape(-1)[:3].tolist()} (an estimator's fit encodes any labels).")
+    codes = raw.astype(np.int64).reshape(-1)
+    n_classes = int(n_classes or (codes.max() + 1 if codes.size else 0))
+    if codes.size and (codes.min() < 0 or codes.max() >= n_classes):
+        raise ValueError(f"y must hold class codes 0..{n_classes - 1}; got values from {codes.min()} to "
+                         f"{codes.max()} (an estimator's fit encodes any labels).")
+    return codes, n_classes
 
 
 def check_same_length(**arrays) -> int:

@@ -417,3 +417,47 @@ def test_source_and_nearest_plots_read_dataframe_bags_by_column_name():
     b, i, _ = __import__("minitorch_proto").evaluation.nearest_instances(clf, bags, k=1)[0][0]
     model_order = list(clf.feature_names_in_)  # the first bag's, d..a: the order predict reads
     np.testing.assert_allclose(fig.axes[0].images[0].get_array().ravel(), bags[b][model_order].to_numpy()[i])
+
+
+def test_toy_spaces_draw_bags_and_prototypes_in_one_space_and_every_class_apart(tmp_path):
+    from matplotlib.colors import to_hex
+
+    data = make_toy_bags(n_bags=12, instances_per_bag=3, random_state=0)
+    bags = [b + 10.0 for b in data.bags]  # raw units far from the z-scores
+    clf = PrototypeMILClassifier(n_prototypes=2, layer_norm=False, standardization="instance", epochs=2,
+                                 device="cpu").fit(bags, data.y)
+    left = plots.plot_toy_spaces(clf, bags, data.y).axes[0]
+    # Instance-standardised prototypes had been drawn in z-scores over the raw bags (x about 10).
+    xs = np.concatenate([c.get_offsets()[:, 0] for c in left.collections if len(c.get_offsets())])
+    assert np.abs(xs).max() < 5 and "instance-standardised" in left.get_xlabel()
+    # Three classes: three colours and three legend entries (classes 0 and 1 had both been "negative bag").
+    y3 = np.arange(12) % 3
+    three = PrototypeMILClassifier(n_prototypes=2, epochs=2, device="cpu").fit(data.bags, y3)
+    ax = plots.plot_prototype_trajectories([three.model_.prototypes.detach().numpy()] * 2, data.bags, y3).axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert {"class 0", "class 1", "class 2"} <= set(labels) and "negative bag" not in labels
+    colours = {to_hex(c.get_facecolor()[0]) for c in ax.collections if len(c.get_offsets()) == 3}
+    assert len(colours) == 3
+    for bad, message in ((dict(epochs=[0]), "1 epochs for 2 snapshots"), (dict(y=y3[:5]), "12 bags and 5 labels")):
+        with pytest.raises(ValueError, match=message):
+            plots.plot_prototype_trajectories([three.model_.prototypes.detach().numpy()] * 2, data.bags,
+                                              **{"y": y3, **bad})
+    with pytest.raises(ValueError, match="12 bags and 5 labels"):
+        plots.plot_toy_spaces(clf, bags, data.y[:5])
+
+
+def test_profiles_images_neighbours_and_history_name_what_they_cannot_draw(tabular, toy):
+    clf, bags, _ = tabular
+    for top in (0, -1, 1.5):  # -1 had dropped the last prototype under the title "top 2"
+        with pytest.raises(ValueError, match="top must be a whole number of at least 1"):
+            plots.plot_prototype_profiles(clf, top=top)
+    sub = Figure().subfigures(1, 2)[0]  # no width of its own: an AttributeError before
+    assert plots.plot_prototype_images(clf, image_shape=(2, 2), fig=sub) is sub
+    from minitorch_proto.evaluation import nearest_instances
+
+    some = {2: nearest_instances(clf, bags, k=2)[2]}  # one prototype's row had indexed past the axes
+    fig = plots.plot_nearest_images(clf, bags, image_shape=(2, 2), neighbours=some)
+    assert [ax.get_ylabel() for ax in fig.axes if ax.get_ylabel()] == ["P3"]
+    ensemble = PrototypeMILClassifier(n_prototypes=2, epochs=1, n_seeds=2, device="cpu").fit(toy[1].bags, toy[1].y)
+    with pytest.raises(ValueError, match=r"history has none of the loss terms .*clf.histories_\[j\]"):
+        plots.plot_training_history(ensemble.histories_)

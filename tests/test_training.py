@@ -422,3 +422,20 @@ def test_parameter_reach_measures_where_training_starts_and_how_far_it_goes(shar
     moved = reach["prototype moved (mean)"]
     assert moved["rates 1e-2"] > moved["paper-faithful"] > 0  # larger rates travel further
     assert set(penalty) == {"max_logit_change", "flips"} and 0 <= penalty["flips"] <= len(fold.test)
+
+
+def test_the_trainers_take_class_codes_only():
+    # -1 had trained a cross-entropy without a lower bound (it went negative), 0.5/1.5 were read as 0/1 by three
+    # engines and as 0.5/1.5 by the sequential one, and a code past n_classes was read out of bounds by numba.
+    from minitorch_proto.training.engines import Problem
+
+    bags, y = make_concept_bags(n_bags=10, seed=2)
+    sets = [np.arange(10)]
+    for labels, n_classes, message in ((2 * y - 1, None, r"codes 0..\d+; got values from -1 to 1"),
+                                       (y + 0.5, None, r"whole numbers\); got float64 values"),
+                                       (np.arange(10) % 4, 3, r"codes 0..2; got values from 0 to 3")):
+        with pytest.raises(ValueError, match=message):
+            train_batched(bags, labels, sets, [0], n_classes=n_classes, device="cpu")
+        with pytest.raises(ValueError, match=message):
+            Problem(bags, labels, tuple(sets), (0,), n_classes=n_classes)
+    assert Problem(bags, y.astype(float), tuple(sets), (0,)).y.dtype == np.int64  # whole floats become codes

@@ -105,13 +105,30 @@ def _bag_outline(ax: Axes, bag: np.ndarray, colour: str) -> None:
     ax.plot(ring[:, 0], ring[:, 1], "-", color=colour, alpha=0.35, lw=1)
 
 
+#: Colours of the classes beyond two (one each; red and blue stay the two-class convention).
+CLASS_COLOURS = ("C0", "C3", "C2", "C1", "C5", "C6", "C7", "C8", "C9", "C4")
+
+
+def _bag_colours(y: np.ndarray, positive) -> tuple[list[str], list[tuple[str, str]]]:
+    """A colour per bag and the legend's (colour, text) entries: positive red and negative blue for two
+    classes, one colour per class beyond (a three-class problem had drawn two of its classes alike)."""
+    classes = list(np.unique(y))
+    if len(classes) <= 2:
+        return ([POS_COLOUR if label == positive else NEG_COLOUR for label in y],
+                [(POS_COLOUR, "positive bag"), (NEG_COLOUR, "negative bag")])
+    palette = {c: CLASS_COLOURS[i % len(CLASS_COLOURS)] for i, c in enumerate(classes)}
+    return [palette[label] for label in y], [(palette[c], f"class {c}") for c in classes]
+
+
 def _draw_bags_2d(ax: Axes, bags: Sequence[np.ndarray], y: np.ndarray, positive) -> None:
-    for bag, label in zip(bags, y):
-        colour = POS_COLOUR if label == positive else NEG_COLOUR
+    if len(bags) == 0 or len(bags) != len(y):
+        raise ValueError(f"{len(bags)} bags and {len(y)} labels: give one label per bag, and at least one bag.")
+    colours, legend = _bag_colours(y, positive)
+    for bag, colour in zip(bags, colours):
         _bag_outline(ax, bag, colour)
         ax.scatter(bag[:, 0], bag[:, 1], s=18, color=colour, edgecolor="white", linewidth=0.4, zorder=3)
-    ax.scatter([], [], s=18, color=POS_COLOUR, label="positive bag")
-    ax.scatter([], [], s=18, color=NEG_COLOUR, label="negative bag")
+    for colour, text in legend:
+        ax.scatter([], [], s=18, color=colour, label=text)
 
 
 def _positive_label(y: np.ndarray, clf: Any | None = None):

@@ -39,9 +39,10 @@ def plot_nearest_images(
         The training bags in raw units, each instance a flattened image.
     image_shape : (int, int), default=(28, 28)
     k : int, default=5
-        Images per prototype.
+        Images per prototype (when ``neighbours`` is given, all of its images are drawn instead).
     neighbours : dict, optional
-        :func:`~minitorch_proto.evaluation.explain.nearest_instances`'s result, if already computed.
+        :func:`~minitorch_proto.evaluation.explain.nearest_instances`'s result, if already computed, or
+        a part of it (some prototypes only).
     instance_labels : sequence of sequences, optional
         A label per instance of each bag (e.g. the digit), shown above its image with the distance.
     fig : Figure, optional
@@ -56,15 +57,20 @@ def plot_nearest_images(
 
     # Columns by name, as predict reads them; bags[b][i] of a DataFrame would be a column, not instance i.
     bags = frames_in_model_order(bags, getattr(clf, "feature_names_in_", None))
+    if len(bags) == 0:
+        raise ValueError("no bags: the nearest instances are looked for in the bags given.")
     _check_shape(int(np.asarray(bags[0]).shape[1]), image_shape)
     if neighbours is None:
         neighbours = nearest_instances(clf, bags, k=k)
+    if not neighbours:
+        raise ValueError("neighbours is empty: no prototype to draw.")
     n_rows = len(neighbours)
-    k = max(len(row) for row in neighbours.values())
+    k = max(len(row) for row in neighbours.values())  # the neighbours given are drawn whole
     fig, axes = _axes_list(None, fig, n_rows * k, k, (1.15, 1.35))
-    for d, row in neighbours.items():
+    # Rows by position: neighbours of some prototypes only ({2: ...}) had indexed past the axes.
+    for r, (d, row) in enumerate(neighbours.items()):
         for j in range(k):
-            ax = axes[d * k + j]
+            ax = axes[r * k + j]
             ax.set_xticks([])
             ax.set_yticks([])
             if j >= len(row):
@@ -74,7 +80,7 @@ def plot_nearest_images(
             ax.imshow(np.asarray(bags[bag])[instance].reshape(image_shape), cmap=cmap, interpolation="nearest")
             what = f"{instance_labels[bag][instance]} " if instance_labels is not None else ""
             ax.set_title(f"{what}(d={distance:.1f})", fontsize=7)
-        axes[d * k].set_ylabel(f"P{d + 1}", rotation=0, labelpad=14)
+        axes[r * k].set_ylabel(f"P{d + 1}", rotation=0, labelpad=14)
     fig.suptitle(title or f"The {k} training images nearest to each prototype", fontsize=10)
     return fig
 

@@ -15,6 +15,7 @@ from ._common import (
     NEG_COLOUR,
     POS_COLOUR,
     _axes_list,
+    _bag_colours,
     _coef_frame,
     _coef_text,
     _draw_bags_2d,
@@ -88,7 +89,8 @@ def plot_prototype_images(
             ax.set_title(f"P{d + 1}", fontsize=9)
     if title is None:
         title = "Prototypes" + ("" if units == "input" else " (instance-standardised units)")
-    width_chars = max(30, int(fig.get_figwidth() * 9))
+    # A SubFigure has no width of its own: its root figure's.
+    width_chars = max(30, int(getattr(fig, "figure", fig).get_figwidth() * 9))
     fig.suptitle("\n".join(textwrap.wrap(title, width_chars)), fontsize=10)
     return fig
 
@@ -130,6 +132,8 @@ def plot_prototype_profiles(
     if feature_names is not None and len(feature_names) != L:
         raise ValueError(f"{len(feature_names)} feature names for {L} features.")
     order = np.arange(D)
+    if top is not None and (not isinstance(top, (int, np.integer)) or isinstance(top, bool) or top < 1):
+        raise ValueError(f"top must be a whole number of at least 1 (prototypes to show); got {top!r}.")
     if top is not None:  # every class's coefficients count: the total |coef| exists for any number of classes
         weight = prototype_coefficients(clf).abs().sum(axis=1).to_numpy()
         order = np.argsort(-weight, kind="stable")[: int(top)]
@@ -203,10 +207,14 @@ def plot_toy_spaces(
     if clf.n_features_in_ != 2:
         raise ValueError(f"plot_toy_spaces needs bags with 2 features; the model has {clf.n_features_in_}.")
     positive = _positive_label(y, clf)
-    fig, (left, right) = _axes_list(axes, fig, 2, 2, (4.6, 4.2))
     raw = [np.asarray(b, dtype=float) for b in bags]
-    _draw_bags_2d(left, raw, y, positive)
+    if len(raw) == 0 or len(raw) != len(y):
+        raise ValueError(f"{len(raw)} bags and {len(y)} labels: give one label per bag, and at least one bag.")
+    fig, (left, right) = _axes_list(axes, fig, 2, 2, (4.6, 4.2))
     P, units = prototypes_in_input_space(clf)
+    # The bags in the prototypes' units: an instance-standardised model's prototypes cannot be mapped back
+    # to the input, and had been drawn in z-scores over the raw bags.
+    _draw_bags_2d(left, raw if units == "input" else clf.standardizer_.transform(raw), y, positive)
     D = len(P)
     coefs = _coef_frame(clf)
     for d in range(D):
@@ -214,8 +222,8 @@ def plot_toy_spaces(
         left.scatter(P[d, 0], P[d, 1], marker="*", s=260, color=colour, edgecolor="k", zorder=5)
         left.annotate(f"P{d + 1}", P[d], textcoords="offset points", xytext=(7, 7), fontsize=10, weight="bold")
     left.scatter([], [], marker="*", s=120, color="0.5", edgecolor="k", label="prototype")
-    left.set_xlabel("feature 1")
-    left.set_ylabel("feature 2")
+    left.set_xlabel("feature 1" + ("" if units == "input" else f" ({units})"))
+    left.set_ylabel("feature 2" + ("" if units == "input" else f" ({units})"))
     left.set_title("Feature space" + ("" if units == "input" else f" ({units})"))
     left.legend(fontsize=8, loc="best")
 
@@ -231,7 +239,7 @@ def plot_toy_spaces(
             raise ValueError(f"prototypes must be two different indices in 0..{D - 1}; got {prototypes!r}.")
     a, b = pair
     mins = np.stack([d.min(axis=0) for d in instance_distances(clf, raw)])
-    colours = [POS_COLOUR if label == positive else NEG_COLOUR for label in y]
+    colours = _bag_colours(y, positive)[0]
     if D == 1:
         rng = np.random.default_rng(0)
         right.scatter(mins[:, 0], rng.uniform(-0.2, 0.2, len(mins)), c=colours, s=30, edgecolor="k", lw=0.4)
@@ -475,9 +483,13 @@ def plot_prototype_trajectories(
     -------
     Figure
     """
+    if len(snapshots) == 0:
+        raise ValueError("no snapshots to draw: give the prototypes of at least one epoch.")
     traj = np.stack([np.asarray(s, dtype=float) for s in snapshots])  # (T, D, 2)
     if traj.ndim != 3 or traj.shape[2] != 2:
         raise ValueError(f"snapshots must be (D, 2) arrays; got stacked shape {traj.shape}.")
+    if epochs is not None and len(epochs) != len(traj):  # [0] for 3 snapshots had labelled start and end "epoch 0"
+        raise ValueError(f"{len(epochs)} epochs for {len(traj)} snapshots: give the epoch of each snapshot.")
     y = np.asarray(y).reshape(-1)
     fig, ax = _single_axes(ax, fig, (5.2, 4.6))
     _draw_bags_2d(ax, [np.asarray(b, dtype=float) for b in bags], y, _positive_label(y))

@@ -45,6 +45,9 @@ def plot_training_history(
     x = frame["epoch"].to_numpy() if "epoch" in frame else np.arange(1, len(frame) + 1)
     if terms is None:
         terms = [t for t in (*LOSS_TERMS, "total") if t in frame]
+        if not terms:  # e.g. an ensemble's histories_, one history per member: not "every term is zero"
+            raise ValueError(f"history has none of the loss terms {', '.join((*LOSS_TERMS, 'total'))}; pass one "
+                             "model's history (a seed ensemble's member j: clf.histories_[j]).")
     unknown = [t for t in terms if t not in frame]
     if unknown:
         raise ValueError(f"history has no term {', '.join(map(repr, unknown))}; it has "

@@ -34,7 +34,7 @@ import torch
 
 from ..model import PrototypeMIL, PrototypeMILConfig, class_probabilities
 from ..preprocessing import BagStandardizer
-from ..validation import check_int
+from ..validation import check_codes, check_int
 from ..utils import progress_bar, resolve_device, torch_threads
 from . import compiled
 from .config import TrainConfig, epoch_batches
@@ -147,8 +147,9 @@ def train_batched(
         Compiled backend: model ``m`` goes on from model ``i`` of an earlier fit (``resume[m] =
         (fit, i)``) instead of starting afresh: its parameters, Adam moments, step count and bag
         order continue, and training stops at ``train_config.epochs`` counted from the start, so
-        the result is the one an uninterrupted run would give (with a constant or epoch-indexed
-        learning rate). The earlier models must have trained as many epochs each, with the same
+        the parameters are the ones an uninterrupted run would give (with a constant or epoch-indexed
+        learning rate); the returned ``history`` holds the resumed epochs only (the earlier fit's
+        rows are in its own history). The earlier models must have trained as many epochs each, with the same
         training set, seed, learning rates, configs and dtype (checked). Successive halving uses
         it: a surviving candidate is trained on, not again from scratch.
 
@@ -171,7 +172,7 @@ def train_batched(
         raise ValueError("train_sets is empty: nothing to train.")
     if len(seeds) != M:
         raise ValueError(f"Got {M} train sets but {len(seeds)} seeds.")
-    y = np.asarray(y, dtype=np.int64)
+    y, n_classes = check_codes(y, n_classes)
     if len(y) != len(bags):
         raise ValueError(f"Found {len(bags)} bags but {len(y)} labels.")
     train_sets = [np.asarray(t, dtype=np.int64) for t in train_sets]
@@ -180,7 +181,6 @@ def train_batched(
             raise ValueError(f"Training set of model {m} is empty.")
         if len(np.unique(y[t])) < 2:
             raise ValueError(f"Training set of model {m} holds a single class.")
-    n_classes = int(n_classes or (y.max() + 1))
     if num_threads is not None:
         check_int("num_threads", num_threads)
     dev = resolve_device(device)

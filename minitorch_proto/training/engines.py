@@ -29,6 +29,7 @@ import torch
 
 from ..model import PrototypeMIL, PrototypeMILConfig
 from ..preprocessing import BagStandardizer
+from ..validation import check_codes
 from .config import TrainConfig
 
 __all__ = ["Problem", "Fitted", "ENGINES", "register_engine", "fit"]
@@ -65,6 +66,8 @@ class Problem:
     dtype: torch.dtype = torch.float32
 
     def __post_init__(self) -> None:
+        # Codes 0..C-1 as int64 for every engine (0.5 had been 0 to three engines and 0.5 to the sequential one).
+        object.__setattr__(self, "y", check_codes(self.y, self.n_classes)[0])
         if len(self.train_sets) != len(self.seeds):
             raise ValueError(f"{len(self.train_sets)} training sets but {len(self.seeds)} seeds.")
         for name in ("lr_prototypes", "lr_classifier"):
