@@ -18,7 +18,6 @@ Usage::
 """
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
@@ -30,6 +29,7 @@ from minitorch_proto.baselines.batched_fit import fit_many
 from minitorch_proto.data import load_benchmark
 from minitorch_proto.evaluation.cv import stratified_folds
 from minitorch_proto.preprocessing import BagStandardizer
+from script_args import FIVE, Parser, count  # this folder is on sys.path
 
 NEURAL = ["attention", "gated_attention", "mi_net_max", "mi_net_mean", "MI_net_max", "MI_net_mean"]
 
@@ -45,14 +45,16 @@ def _train_sets(name: str, n_folds: int):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=["musk1", "fox"])
-    parser.add_argument("--methods", nargs="+", default=NEURAL)
-    parser.add_argument("--folds", type=int, default=50)
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--sample", type=int, default=3, help="folds timed one at a time")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--jobs", type=int, default=1, help="fit_many n_jobs (threads of the compiled backend)")
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=["musk1", "fox"], choices=FIVE, metavar="NAME",
+                        help=f"benchmarks ({', '.join(FIVE)}; default: musk1 fox)")
+    parser.add_argument("--methods", nargs="+", default=NEURAL, choices=NEURAL, metavar="NAME",
+                        help=f"neural baselines ({', '.join(NEURAL)}; default: all)")
+    parser.add_argument("--folds", type=count(1), default=50)
+    parser.add_argument("--epochs", type=count(1), default=2)
+    parser.add_argument("--sample", type=count(1), default=3, help="folds timed one at a time")
+    parser.add_argument("--threads", type=count(1), default=1)
+    parser.add_argument("--jobs", type=count(1), default=1, help="fit_many n_jobs (threads of the compiled backend)")
     parser.add_argument("--backend", default="auto", choices=["auto", "compiled", "tensor"])
     parser.add_argument("--quick", action="store_true", help="Musk1 only, 10 folds, 1 epoch")
     args = parser.parse_args()

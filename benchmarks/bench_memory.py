@@ -25,7 +25,6 @@ The LAST line of output is a JSON object.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -36,6 +35,8 @@ import time
 import warnings
 
 import numpy as np
+
+from script_args import Parser, count  # this folder is on sys.path
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 CASES = ("fit", "cv", "stream")
@@ -126,13 +127,14 @@ def run_case(case: str, bags: int, size: int, features: int, repeats: int = 1, f
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--case", choices=CASES, default=None, help="run one case here (default: all three, "
                         "each in a fresh process)")
-    parser.add_argument("--fit-shape", type=int, nargs=3, default=(60, 1000, 512), metavar=("BAGS", "SIZE", "L"))
-    parser.add_argument("--cv-shape", type=int, nargs=3, default=(60, 500, 256), metavar=("BAGS", "SIZE", "L"))
-    parser.add_argument("--cv-folds", type=int, nargs=2, default=(1, 5), metavar=("REPEATS", "FOLDS"))
-    parser.add_argument("--chunk-size", type=int, default=None, help="the estimator's chunk_size (default: its own)")
+    parser.add_argument("--fit-shape", type=count(1), nargs=3, default=(60, 1000, 512), metavar=("BAGS", "SIZE", "L"))
+    parser.add_argument("--cv-shape", type=count(1), nargs=3, default=(60, 500, 256), metavar=("BAGS", "SIZE", "L"))
+    parser.add_argument("--cv-folds", type=count(1), nargs=2, default=(1, 5), metavar=("REPEATS", "FOLDS"))
+    parser.add_argument("--chunk-size", type=count(1), default=None,
+                        help="the estimator's chunk_size (default: its own)")
     args = parser.parse_args(argv)
     if args.case is not None:
         shape = args.cv_shape if args.case == "cv" else args.fit_shape

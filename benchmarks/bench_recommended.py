@@ -24,7 +24,6 @@ The LAST line of output is a JSON object (per benchmark and total: seconds, floo
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -38,6 +37,7 @@ from bench_scale import matmul_rate  # the same floor as the scale benchmark (th
 from minitorch_proto import PrototypeMILClassifier, cross_validate, load_benchmark, stratified_folds
 from minitorch_proto.data import BENCHMARKS
 from minitorch_proto.utils import resolve_device
+from script_args import Parser, count  # this folder is on sys.path
 
 DATASETS = tuple(BENCHMARKS)  # the five, in the paper's order
 #: What the issue allows for all five benchmarks together.
@@ -56,20 +56,18 @@ def floor_flops(sizes: np.ndarray, folds, n_features: int, n_prototypes: int, ep
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    parser.add_argument("--repeats", type=int, default=5)
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS, metavar="NAME",
+                        help=f"benchmarks ({', '.join(DATASETS)}; default: all)")
+    parser.add_argument("--repeats", type=count(1), default=5, help="repetitions of 10-fold CV (default: 5)")
     parser.add_argument("--device", default="auto", help="where the prototypes train: auto, cpu or cuda "
                                                          "(the push and the convex head run on the CPU either way)")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads(),
+    parser.add_argument("--threads", type=count(1), default=torch.get_num_threads(),
                         help="threads for the floor's matrix-product rate (default: torch's)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+    parser.add_argument("--jobs", type=count(1), default=os.cpu_count() or 1,
                         help="worker processes for the members' convex heads, as `reproduce` uses "
                              "(default: every core; 1: one after another; the same results either way)")
     args = parser.parse_args(argv)
-    unknown = [d for d in args.datasets if d not in DATASETS]
-    if unknown:
-        parser.error(f"unknown benchmark(s) {unknown}; choose from {list(DATASETS)}")
     warnings.filterwarnings("ignore")
     model = PrototypeMILClassifier.recommended(device=args.device)
     D, epochs = int(model.n_prototypes), int(model.epochs)

@@ -38,6 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
+from script_args import Parser, count, int_list  # this folder is on sys.path
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -250,23 +252,23 @@ def slope(x, y) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--bags", type=int, default=500)
-    p.add_argument("--instances", type=int, default=2000, help="instances per bag in the written collection")
-    p.add_argument("--features", type=int, default=512)
-    p.add_argument("--prototypes", type=int, default=24)
-    p.add_argument("--instance-sweep", default="250,500,1000,2000")
-    p.add_argument("--bag-sweep", default="62,125,250,500")
-    p.add_argument("--procs", default="1,2")
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--batch-size", type=int, default=8, help="global minibatch (bags)")
-    p.add_argument("--chunk-size", type=int, default=8192)
+    p = Parser(description=__doc__.split("\n")[0])
+    p.add_argument("--bags", type=count(1), default=500)
+    p.add_argument("--instances", type=count(1), default=2000, help="instances per bag in the written collection")
+    p.add_argument("--features", type=count(1), default=512)
+    p.add_argument("--prototypes", type=count(1), default=24)
+    p.add_argument("--instance-sweep", type=int_list, default="250,500,1000,2000")
+    p.add_argument("--bag-sweep", type=int_list, default="62,125,250,500")
+    p.add_argument("--procs", type=int_list, default="1,2")
+    p.add_argument("--epochs", type=count(1), default=2)
+    p.add_argument("--batch-size", type=count(1), default=8, help="global minibatch (bags)")
+    p.add_argument("--chunk-size", type=count(1), default=8192)
     p.add_argument("--autocast", default=None, choices=[None, "bf16"])
     p.add_argument("--device", default="cpu", help="cpu or cuda (one process per GPU: --procs 1 on one card)")
     p.add_argument("--data-dir", default=None, help="where the collection is written (default: a temp folder)")
     p.add_argument("--bf16-cv", default=None, help="comma-separated benchmarks: measure bf16's accuracy effect instead")
-    p.add_argument("--cv-repeats", type=int, default=1)
-    p.add_argument("--cv-epochs", type=int, default=None, help="epochs for --bf16-cv (default: Table 1's 100)")
+    p.add_argument("--cv-repeats", type=count(1), default=1)
+    p.add_argument("--cv-epochs", type=count(1), default=None, help="epochs for --bf16-cv (default: Table 1's 100)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--run-bags", type=int, help=argparse.SUPPRESS)
     p.add_argument("--run-instances", type=int, help=argparse.SUPPRESS)
@@ -282,9 +284,9 @@ def main() -> None:
         print(json.dumps({"bf16_cv": res, "repeats": args.cv_repeats, "folds": 10, "epochs": args.cv_epochs or 100,
                           "device": args.device}))
         return
-    isweep = sorted({min(int(v), args.instances) for v in args.instance_sweep.split(",")})
-    bsweep = sorted({min(int(v), args.bags) for v in args.bag_sweep.split(",")})
-    procs = [int(v) for v in args.procs.split(",")]
+    isweep = sorted({min(v, args.instances) for v in args.instance_sweep})
+    bsweep = sorted({min(v, args.bags) for v in args.bag_sweep})
+    procs = args.procs
     tmp = None
     if args.data_dir is None:
         tmp = tempfile.TemporaryDirectory(prefix="bench_scale_")

@@ -9,7 +9,6 @@ Makefile does when ../shared/data/mil exists).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -23,6 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from per_bag_loop import accuracy, train_per_bag  # noqa: E402
+from script_args import Parser, count  # noqa: E402
 
 from minitorch_proto import PrototypeMIL, PrototypeMILConfig, load_benchmark, paper_configs, stratified_folds  # noqa: E402
 from minitorch_proto.evaluation.cv import CVTask, evaluate_tasks  # noqa: E402
@@ -204,27 +204,28 @@ def big_inference(n_instances: int, n_features: int = 512, chunk: int = 65_536) 
 def freeze_scaling(slopes: dict) -> None:
     """The scaling plot as the book's figure, with a provenance file naming the command and code version."""
     import datetime
-    import shutil
 
     from minitorch_proto.about import code_version
-    from minitorch_proto.outputs import write_atomic
+    from minitorch_proto.outputs import write_together
 
     commit = code_version()
     if commit.endswith("+dirty"):
         sys.exit("error: the code has uncommitted changes; commit, then freeze (the figure names its code version)")
     book = Path(__file__).resolve().parents[1] / "book" / "data"
-    shutil.copyfile(OUT / "scaling.png", book / "scaling.png")
     record = {"command": "python benchmarks/bench_training.py --scaling-only --freeze", "commit": commit,
               "date": datetime.date.today().isoformat(), "cpu_count": os.cpu_count(), **slopes}
-    write_atomic(book / "scaling.json", json.dumps(record, indent=1) + "\n")
+    # The figure and its provenance are published together: a stop leaves the old pair, never a new figure
+    # under the old record.
+    write_together({book / "scaling.png": (OUT / "scaling.png").read_bytes(),
+                    book / "scaling.json": json.dumps(record, indent=1) + "\n"})
     print(f"froze {book / 'scaling.png'} and scaling.json at {commit}")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--epochs-compare", type=int, default=10, help="epochs for the side-by-side comparison")
-    ap.add_argument("--runs", type=int, default=3, help="runs per timing (median reported)")
-    ap.add_argument("--loop-folds", type=int, default=None, help="time the loop on this many folds and scale")
+    ap = Parser(description=__doc__.splitlines()[0])
+    ap.add_argument("--epochs-compare", type=count(1), default=10, help="epochs for the side-by-side comparison")
+    ap.add_argument("--runs", type=count(1), default=3, help="runs per timing (median reported)")
+    ap.add_argument("--loop-folds", type=count(1), default=None, help="time the loop on this many folds and scale")
     ap.add_argument("--quick", action="store_true", help="smaller settings, for a smoke run")
     ap.add_argument("--scaling-only", action="store_true", help="only the scaling step (its plot)")
     ap.add_argument("--freeze", action="store_true",

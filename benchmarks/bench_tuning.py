@@ -21,7 +21,6 @@ has no switch; its before/after figures are in the README::
 """
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
@@ -32,6 +31,7 @@ from minitorch_proto.data import load_benchmark
 from minitorch_proto.estimator import PrototypeMILClassifier
 from minitorch_proto.evaluation.cv import stratified_folds
 from minitorch_proto.evaluation.tuning import GRID, SearchBudget, halving_schedule, search_many
+from script_args import FIVE, Parser, count  # this folder is on sys.path
 
 
 def phases(dataset: str) -> None:
@@ -91,10 +91,10 @@ def phases(dataset: str) -> None:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--dataset", default="musk1")
-    p.add_argument("--candidates", type=int, default=9)
-    p.add_argument("--max-epochs", type=int, default=30)
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--dataset", default="musk1", choices=FIVE)
+    p.add_argument("--candidates", type=count(1), default=9)
+    p.add_argument("--max-epochs", type=count(1), default=30)
     p.add_argument("--phases", action="store_true", help="time the nested protocol's phases before and after")
     args = p.parse_args(argv)
     if args.phases:

@@ -9,7 +9,6 @@ costs a small multiple of reading. Prints one row per width with the ratios to t
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import tempfile
@@ -21,6 +20,7 @@ import pandas as pd
 import torch
 
 from minitorch_proto.cli import main
+from script_args import Parser, count  # this folder is on sys.path
 
 
 def _timed(fn) -> float:
@@ -50,9 +50,10 @@ def run(width: int, n_bags: int, folder: Path) -> dict:
 
 
 def main_() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--widths", type=int, nargs="+", default=[1_000, 10_000, 100_000])
-    parser.add_argument("--bags", type=int, default=40)
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--widths", type=count(1), nargs="+", default=[1_000, 10_000, 100_000],
+                        help="feature counts to measure (default: 1000 10000 100000)")
+    parser.add_argument("--bags", type=count(2), default=40, help="bags of each file (default: 40)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:

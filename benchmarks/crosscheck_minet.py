@@ -16,7 +16,6 @@ Usage::
 """
 from __future__ import annotations
 
-import argparse
 import json
 
 import numpy as np
@@ -28,6 +27,7 @@ from minitorch_proto.baselines.batched_fit import fit_many
 from minitorch_proto.data import load_benchmark
 from minitorch_proto.evaluation.cv import stratified_folds
 from minitorch_proto.preprocessing import BagStandardizer
+from script_args import FIVE, Parser, count  # this folder is on sys.path
 
 
 def plain_fit_predict(train, y_train, test, embedding: bool, pooling: str, seed: int, epochs: int) -> np.ndarray:
@@ -72,12 +72,13 @@ def plain_fit_predict(train, y_train, test, embedding: bool, pooling: str, seed:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", default="musk1")
-    parser.add_argument("--methods", nargs="+", default=["MI_net_max", "mi_net_max"])
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--folds", type=int, default=10)
-    parser.add_argument("--epochs", type=int, default=50)
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="musk1", choices=FIVE)
+    parser.add_argument("--methods", nargs="+", default=["MI_net_max", "mi_net_max"], metavar="NAME",
+                        choices=[m for m in BASELINES if m.lower().startswith("mi_net")])
+    parser.add_argument("--repeats", type=count(1), default=1)
+    parser.add_argument("--folds", type=count(2), default=10)
+    parser.add_argument("--epochs", type=count(1), default=50)
     args = parser.parse_args()
     torch.set_num_threads(1)
     data = load_benchmark(args.dataset)

@@ -45,6 +45,8 @@ from minitorch_proto.baselines import BASELINES
 from minitorch_proto.baselines.batched_fit import fit_many
 from minitorch_proto.data import load_benchmark
 from minitorch_proto.evaluation.cv import stratified_folds
+from minitorch_proto.outputs import write_atomic
+from script_args import output_file  # this folder is on sys.path
 from minitorch_proto.preprocessing import BagStandardizer
 
 METHODS = ("attention", "gated_attention")
@@ -271,7 +273,8 @@ def main() -> None:
     parser.add_argument("--reseed", action="store_true",
                         help="also refit the package with other seeds: the paired difference between two runs "
                              "of the same implementation (the noise floor)")
-    parser.add_argument("--records", default=None, help="write every fold's test labels and logits here (JSON)")
+    parser.add_argument("--records", type=output_file, default=None,
+                        help="write every fold's test labels and logits here (JSON)")
     parser.add_argument("--reuse-torchmil", nargs="+", default=None, metavar="RECORDS",
                         help="take torchmil's logits for folds found in these --records files instead of "
                              "retraining it (to refresh the package side after a package change)")
@@ -304,9 +307,8 @@ def main() -> None:
         records, gaps = run(args)
         meta = {"torchmil": version("torchmil"), "protocol": f"{args.repeats}x{args.folds}", "epochs": args.epochs,
                 "lockstep_max_logit_diff": gaps}
-        if args.records:
-            with open(args.records, "w") as fh:
-                json.dump({**meta, "records": records}, fh)
+        if args.records:  # whole: an interrupted rewrite leaves the earlier records
+            write_atomic(args.records, json.dumps({**meta, "records": records}))
     print(json.dumps({**meta, "results": summarise(records)}))
 
 

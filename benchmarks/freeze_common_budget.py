@@ -18,9 +18,7 @@ description's list of what is covered (and what is not) is rebuilt from the tabl
 """
 from __future__ import annotations
 
-import argparse
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -29,6 +27,9 @@ import pandas as pd
 from minitorch_proto.data.benchmarks import BENCHMARKS
 from minitorch_proto.evaluation.baseline_cv import GRIDS, INNER_FOLDS, N_SEEDS, budget_label
 from minitorch_proto.book.frozen import frozen_dir, load_frozen, provenance, write_frozen
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from script_args import Parser, commit_hash, refuse_nan  # noqa: E402
 
 NAME = "baseline_common_budget"
 COMMAND = ("minitorch-proto reproduce --methods <method> --datasets <data set> --budget common --out <folder>, "
@@ -47,8 +48,7 @@ def _read_run(folder: Path, columns: list[str], commit: str | None) -> tuple[pd.
         if not record.is_file():
             raise ValueError(f"{folder} has no run.json naming its code; give --commit")
         commit = str(json.loads(record.read_text()).get("commit"))
-    if not re.fullmatch(r"[0-9a-f]{7,40}", commit):
-        raise ValueError(f"{folder}: the code version must be a plain git commit hash (committed code), got {commit!r}")
+    commit_hash(commit, str(folder))
     rows = pd.read_csv(results)
     missing = [c for c in columns if c not in rows.columns]
     if missing:
@@ -60,8 +60,16 @@ def _read_run(folder: Path, columns: list[str], commit: str | None) -> tuple[pd.
     for (method, dataset), part in rows.groupby(["method", "dataset"]):
         if len(part) != 50:
             raise ValueError(f"{results}: {method} on {dataset} has {len(part)} folds, not the 5 x 10 = 50 expected")
+    # A fold with no score would leave the method's mean (and rank) to the folds it did score.
+    unscored = refuse_nan(rows, ["accuracy", "auc"])
+    if unscored:
+        raise ValueError(f"{results}: {unscored}")
+    times = pd.read_csv(timings)
+    lacking = [c for c in ("method", "datasets", "wall_seconds") if c not in times.columns]
+    if lacking:
+        raise ValueError(f"{timings} lacks the columns {lacking}")
     walls = {}
-    for _, t in pd.read_csv(timings).iterrows():
+    for _, t in times.iterrows():
         for dataset in str(t.datasets).split():
             walls[f"{t.method} {dataset}"] = round(float(t.wall_seconds) / len(str(t.datasets).split()), 1)
     return rows, walls, commit
@@ -92,7 +100,7 @@ def describe(table: pd.DataFrame) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("runs", nargs="+", help="output folders of minitorch-proto reproduce --budget common")
     p.add_argument("--commit", default=None,
                    help="the commit of the code that made the runs (default: each run's run.json)")

@@ -14,7 +14,6 @@ take one to two minutes per seed on one core, the prototype models about a secon
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import fcntl
 import sys
@@ -28,7 +27,7 @@ from minitorch_proto import book
 from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.evaluation.mil_unit_tests import summarize_unit_tests
-from script_args import seed_list, seed_text  # this folder is on sys.path
+from script_args import Parser, output_file, seed_list, seed_text  # this folder is on sys.path
 
 
 @contextlib.contextmanager
@@ -42,15 +41,18 @@ def _locked(path: str | None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seeds", default="0-9", help="inclusive range LO-HI (default 0-9)")
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", default="0-9", help="LO-HI (both included), a list such as 0,3,7, or one seed "
+                   "(default 0-9)")
     p.add_argument("--models", default=None, help="comma-separated names (default: every model)")
-    p.add_argument("--out", required=True, help="CSV collecting the rows (appended, resumable)")
+    p.add_argument("--out", type=output_file, required=True, help="CSV collecting the rows (appended, resumable)")
     p.add_argument("--lock", default=None, help="file to flock around each (model, seed)")
     p.add_argument("--freeze", action="store_true", help="write the collected rows as the frozen table and stop")
     p.add_argument("--note", default=None, help="with --freeze: a line for the provenance file (e.g. a re-check)")
     args = p.parse_args(argv)
     out = Path(args.out)
+    if args.freeze and not out.is_file():
+        p.error(f"--freeze: --out {out} is no file of collected rows")
     if args.freeze:
         table = pd.read_csv(out)
         if "code_version" not in table.columns:

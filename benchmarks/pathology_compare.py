@@ -24,7 +24,6 @@ writes the per-fold rows (``folds.csv``) and the table (``table.md``).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -39,22 +38,28 @@ from minitorch_proto.data import load_pathology
 from minitorch_proto.book import compare_on_bags, comparison_table
 from minitorch_proto.evaluation.cv import stratified_folds
 from minitorch_proto.methods import resolve
+from minitorch_proto.outputs import write_together
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from script_args import Parser, count, output_folder  # noqa: E402
 
 DEFAULT_METHODS = "prototype,prototype-recommended,miles,attention,mi_net_max"
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--methods", default=DEFAULT_METHODS, help=f"registry keys (default: {DEFAULT_METHODS})")
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--repeats", type=count(1), default=1, help="repetitions of the CV (default: 1)")
+    parser.add_argument("--folds", type=count(2), default=5, help="folds of each repetition (default: 5)")
     parser.add_argument("--seed", type=int, default=0, help="folds and models (stratified_folds' random_state)")
-    parser.add_argument("--threads", type=int, default=2, help="torch and BLAS threads")
+    parser.add_argument("--threads", type=count(1), default=2, help="torch and BLAS threads")
     parser.add_argument("--data-dir", default=None, help="folder holding ucsb_breast_cancer.csv (see load_pathology)")
-    parser.add_argument("--out", type=Path, default=None, help="folder for folds.csv and table.md")
+    parser.add_argument("--out", type=output_folder, default=None, help="folder for folds.csv and table.md")
     args = parser.parse_args(argv)
-
-    keys = [m.key for m in resolve(args.methods)]
+    try:
+        keys = [m.key for m in resolve(args.methods)]
+    except ValueError as exc:
+        parser.error(f"--methods: {exc}")
     data = load_pathology(data_dir=args.data_dir)
     folds = stratified_folds(data.y, n_repeats=args.repeats, n_folds=args.folds, random_state=args.seed)
     torch.set_num_threads(args.threads)
@@ -78,9 +83,7 @@ def main(argv=None) -> int:
     text = header + "\n\n" + table.to_markdown(index=False) + "\n"
     print(text)
     if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        rows.to_csv(args.out / "folds.csv", index=False)
-        (args.out / "table.md").write_text(text)
+        write_together({args.out / "folds.csv": rows.to_csv(index=False), args.out / "table.md": text})
     print(json.dumps({
         "dataset": data.name, "repeats": args.repeats, "folds": args.folds, "seed": args.seed,
         "code": code_version(), "seconds": {k: round(v, 1) for k, v in seconds.items()},

@@ -63,3 +63,12 @@ def accuracy(model: PerBagPrototypeMIL, bags, y, test) -> float:
     hits = [(model(torch.as_tensor((bags[i] - mu) / sd, dtype=torch.float32))[0] > 0).item() == bool(y[i])
             for i in test]
     return float(np.mean(hits))
+
+
+if __name__ == "__main__":
+    # A module, not a command: say so (it had printed nothing and exited 0, even for --help).
+    import argparse
+
+    epilog = "This file is a module; benchmarks/bench_training.py imports and times it."
+    argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=epilog).parse_args()
+    raise SystemExit("per_bag_loop.py is a module with nothing to run; run benchmarks/bench_training.py")

@@ -13,24 +13,26 @@ Prints one row per benchmark and the average, and writes ``results.csv`` under `
 """
 from __future__ import annotations
 
-import argparse
 import warnings
 from pathlib import Path
 
 import pandas as pd
 
+from minitorch_proto.outputs import write_atomic
 from recommended_variant import DATASETS, paired, paired_runs  # this folder is on sys.path
+from script_args import Parser, count, output_folder
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    parser.add_argument("--out", default="benchmarks/out/push_cost")
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=count(1), default=5, help="repetitions of 10-fold CV (default: 5)")
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS, metavar="NAME",
+                        help=f"benchmarks ({', '.join(DATASETS)}; default: all)")
+    parser.add_argument("--out", type=output_folder, default="benchmarks/out/push_cost",
+                        help="folder of results.csv (default: benchmarks/out/push_cost)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     rows, frames = [], []
     for name, pushed, learned, s_pushed, s_learned in paired_runs({"push": False}, args.datasets, args.repeats,
                                                                   ("pushed", "not pushed")):
@@ -43,7 +45,7 @@ def main() -> None:
                      "seconds pushed": s_pushed, "seconds not pushed": s_learned})
         print(pd.DataFrame(rows[-1:]).round(3).to_string(index=False, header=len(rows) == 1), flush=True)
     table = pd.DataFrame(rows)
-    pd.concat(frames, ignore_index=True).to_csv(out / "results.csv", index=False)
+    write_atomic(out / "results.csv", pd.concat(frames, ignore_index=True).to_csv(index=False))
     print(f"\n{args.repeats} x 10-fold, paired per fold (SE over repetition means):")
     print(table.round(3).to_string(index=False))
     print(f"\naverage accuracy cost of the push: {-table['acc diff'].mean():+.4f}; "

@@ -23,8 +23,8 @@ runs nothing); ``--freeze`` stores every row as the book's frozen table ``recomm
 """
 from __future__ import annotations
 
-import argparse
 import json
+import shlex
 import time
 import warnings
 from pathlib import Path
@@ -35,6 +35,8 @@ from recommended_lodo import BASE, DATASETS, ROUND_2, jsonable  # this folder is
 from minitorch_proto import PrototypeMILClassifier, cross_validate, load_benchmark, stratified_folds
 from minitorch_proto.about import code_version
 from minitorch_proto.meta_estimators import InnerCVSelection
+from minitorch_proto.outputs import write_together
+from script_args import Parser, count, full_run_gap, output_folder  # this folder is on sys.path
 
 SHIPPED = "shipped recipe"
 #: The recipe every row changes: the round-2 pick, shipped when this table was measured (the frozen table
@@ -85,10 +87,13 @@ def make_row(label: str):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="benchmarks/out/ablation")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=output_folder, default="benchmarks/out/ablation",
+                        help="folder of results.csv and ablation.json, resumed (default: benchmarks/out/ablation)")
+    parser.add_argument("--repeats", type=count(1), default=5,
+                        help="repetitions of 10-fold CV (default: 5; --freeze needs 5)")
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS, metavar="NAME",
+                        help=f"benchmarks ({', '.join(DATASETS)}; default: all)")
     parser.add_argument("--rows", nargs="*", default=LABELS, metavar="LABEL",
                         help="rows to run (default all; with no label: only freeze what --out holds)")
     parser.add_argument("--freeze", action="store_true", help="write the frozen table recommended_ablation")
@@ -98,7 +103,6 @@ def main() -> None:
         parser.error(f"unknown rows {unknown}; known: {LABELS}")
     warnings.filterwarnings("ignore")
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     csv, meta = out / "results.csv", out / "ablation.json"
     results = pd.read_csv(csv) if csv.exists() else pd.DataFrame(columns=["dataset", "method"])
     record = json.loads(meta.read_text()) if meta.exists() else {}
@@ -118,14 +122,16 @@ def main() -> None:
             commits[f"{name}|{label}"] = code_version()
             results = pd.concat([results, rows], ignore_index=True)
             # Written after every (data set, row): a stopped run loses at most one cross-validation.
-            tmp = csv.with_suffix(".tmp")
-            results.to_csv(tmp, index=False)
-            tmp.replace(csv)
-            meta.write_text(json.dumps({"wall_seconds": walls, "commits": commits}, indent=2))
+            write_together({csv: results.to_csv(index=False),
+                            meta: json.dumps({"wall_seconds": walls, "commits": commits}, indent=2)})
             print(f"{name:9s} {label:55s} acc {rows.accuracy.mean():.3f} auc {rows.auc.mean():.3f} "
                   f"({walls[f'{name}|{label}']:.0f} s)", flush=True)
     if args.freeze:
         from minitorch_proto.book.frozen import load_frozen, provenance, write_frozen
+
+        gap = full_run_gap(results, LABELS) if len(results) else "empty"
+        if gap:  # the description claims every row on the five benchmarks, 5 x 10
+            parser.error(f"--freeze: {csv} is {gap}")
 
         # A row not run here keeps the commit the frozen table gives it (it had been re-stamped with the
         # frozen table's own commit, so every refreeze moved the older rows to the newest run's code).
@@ -144,7 +150,7 @@ def main() -> None:
         table = table.sort_values("method", key=lambda m: m.map(order), kind="stable").reset_index(drop=True)
         write_frozen(table, "recommended_ablation",
                      command="MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/recommended_ablation.py "
-                             "--out benchmarks/out/ablation --freeze",
+                             f"--out {shlex.quote(str(args.out))} --freeze",
                      description="per-fold results of 5 x stratified 10-fold CV (the folds of measured_results) of "
                                  "the shipped recommended recipe and of that recipe with one ingredient removed or "
                                  "changed per row (benchmarks/recommended_ablation.py); the rows "

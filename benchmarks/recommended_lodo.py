@@ -19,9 +19,10 @@ is recomputed from it by ``recommended_lodo_rows``, and notebook 08 shows it)::
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
+import shlex
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -33,6 +34,10 @@ from minitorch_proto import PrototypeMILClassifier, cross_validate, load_benchma
 from minitorch_proto.data import BENCHMARKS
 from minitorch_proto.book.ranking import candidate_scores
 from minitorch_proto.evaluation import leave_one_dataset_out, summarize
+from minitorch_proto.outputs import write_atomic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from script_args import Parser, count, full_run_gap, output_folder  # noqa: E402
 
 DATASETS = tuple(BENCHMARKS)  # the five, in the paper's order
 #: What the candidates override: the recipe of the first round, written before any run (the shipped
@@ -135,12 +140,16 @@ def jsonable(settings: dict) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="benchmarks/out/lodo")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=output_folder, default="benchmarks/out/lodo",
+                        help="folder of results.csv (per fold, every candidate run into it) and lodo.json "
+                             "(default: benchmarks/out/lodo)")
+    parser.add_argument("--repeats", type=count(1), default=5,
+                        help="repetitions of stratified 10-fold CV (default: 5; --freeze needs 5)")
+    parser.add_argument("--jobs", type=count(1), default=os.cpu_count() or 1,
                         help="worker processes for the members' convex heads (the same results for any value)")
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS, metavar="NAME",
+                        help=f"benchmarks to run the candidates on ({', '.join(DATASETS)}; default: all)")
     parser.add_argument("--freeze", action="store_true",
                         help="store all candidates' rows of --out as the frozen table recommended_candidates")
     parser.add_argument("--candidates", nargs="*", default=list(CANDIDATES), metavar="LABEL",
@@ -150,9 +159,13 @@ def main() -> None:
                         help="per-run rows of the candidates on development sets (recommended_mnist_dev.py); "
                              "'frozen' (default): the frozen table recommended_candidates_mnist; 'none': benchmarks only")
     args = parser.parse_args()
+    unknown = [c for c in args.candidates if c not in CANDIDATES]
+    if unknown:  # before any data is loaded
+        parser.error(f"--candidates: unknown {unknown}; known: {list(CANDIDATES)}")
+    if args.development not in ("frozen", "none") and not Path(args.development).is_file():
+        parser.error(f"--development {args.development}: no such file (or give 'frozen' or 'none')")
     warnings.filterwarnings("ignore")
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     frames, walls = [], {}
     for name in args.datasets if args.candidates else ():  # none: only tabulate, no data needed
         d = load_benchmark(name)
@@ -181,7 +194,15 @@ def main() -> None:
         earlier_walls = provenance("recommended_candidates").get("wall_seconds", {})
     walls = {**{tuple(k.split("|", 1)): v for k, v in earlier_walls.items()}, **walls}
     args.datasets = [d for d in DATASETS if d in set(results["dataset"])]
-    results.to_csv(out / "results.csv", index=False)
+    # The frozen table is ranked beside 5 x 10 rows on all five benchmarks: a candidate short of them is refused
+    # (before anything is written when nothing ran; after keeping the new rows otherwise).
+    gap = full_run_gap(results, list(dict.fromkeys(results["method"]))) if args.freeze else None
+    if gap and not frames:
+        parser.error(f"--freeze: {out / 'results.csv'} is {gap}")
+    if frames:
+        write_atomic(out / "results.csv", results.to_csv(index=False))
+    if gap:
+        parser.error(f"--freeze: {out / 'results.csv'} is {gap} (the new rows are kept there)")
     summ = summarize(results)
     development = None
     if args.development == "frozen":
@@ -207,18 +228,19 @@ def main() -> None:
         print(f"(development sets in every choice: {dev})")
     print(f"\nchoices agree on {lodo['chosen on the others'].value_counts().iloc[0]} of {len(lodo)}; "
           f"recipe chosen on all: {shipped!r}")
-    (out / "lodo.json").write_text(json.dumps({"lodo": rows, "shipped": shipped,
-                                               "wall_seconds": {f"{k[0]}|{k[1]}": v for k, v in walls.items()},
-                                               "base": jsonable(BASE),
-                                               "candidates": CANDIDATES},
-                                              indent=2, default=float))
+    # Written whole: an interrupted rewrite leaves the earlier file (its rounds of wall times) as it was.
+    write_atomic(out / "lodo.json", json.dumps({"lodo": rows, "shipped": shipped,
+                                                "wall_seconds": {f"{k[0]}|{k[1]}": v for k, v in walls.items()},
+                                                "base": jsonable(BASE), "candidates": CANDIDATES},
+                                               indent=2, default=float))
     if args.freeze:
         from minitorch_proto.book.frozen import write_frozen
 
         write_frozen(results, "recommended_candidates",
-                     command="MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/recommended_lodo.py "
-                             "--out benchmarks/out/lodo --freeze (every candidate's rows in --out; the rounds were run "
-                             "one after another with --candidates, each merged into the same results.csv)",
+                     command=f"MINITORCH_PROTO_DATA=../shared/data/mil python benchmarks/recommended_lodo.py "
+                             f"--out {shlex.quote(str(args.out))} --freeze (every candidate's rows in --out; the "
+                             "rounds were run one after another with --candidates, each merged into the same "
+                             "results.csv)",
                      description=f"per-fold results of 5 x stratified 10-fold CV (the folds of measured_results) of "
                                  f"{len(set(results['method']))} candidate recipes of the recommended prototype model "
                                  f"(benchmarks/recommended_lodo.py: ROUND_1 fixed before any run, ROUND_2 written "

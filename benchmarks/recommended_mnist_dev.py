@@ -20,7 +20,7 @@ frozen table ``recommended_candidates_mnist``.
 """
 from __future__ import annotations
 
-import argparse
+import shlex
 import time
 import warnings
 from pathlib import Path
@@ -33,6 +33,8 @@ from minitorch_proto import PrototypeMILClassifier
 from minitorch_proto.book import MNIST_TUNING_SEEDS
 from minitorch_proto.data.mnist_bags import make_mnist_bags
 from minitorch_proto.evaluation.metrics import scores_from_proba
+from minitorch_proto.outputs import write_atomic
+from script_args import Parser, count, int_list, output_file, whole_numbers  # this folder is on sys.path
 
 
 def score(label: str, target: int, seed: int) -> dict:
@@ -51,11 +53,31 @@ def score(label: str, target: int, seed: int) -> dict:
             "fit_seconds": seconds, "image_source": train.info["image_source"]}
 
 
+def _held(table: pd.DataFrame) -> tuple[list[int], list[int], str | None]:
+    """The targets and seeds the rows hold, and what keeps them from being one full run (None when nothing): a
+    frozen table of every candidate on the first N tuning seeds x its targets, as its command would make it."""
+    if table.empty:
+        return [], [], "holds no rows"
+    targets = [int(t) for t in dict.fromkeys(table["target"])]
+    seeds = sorted({int(s) for s in table["seed"]})
+    if seeds != list(MNIST_TUNING_SEEDS[: len(seeds)]):
+        return targets, seeds, f"holds seeds {seeds}, not the first {len(seeds)} of book.MNIST_TUNING_SEEDS"
+    held = set(zip(table["method"], table["target"].astype(int), table["seed"].astype(int)))
+    missing = [(c, t, s) for c in CANDIDATES for t in targets for s in seeds if (c, t, s) not in held]
+    if missing:
+        shown = "; ".join(f"{c} target {t} seed {s}" for c, t, s in missing[:4])
+        return targets, seeds, (f"lacks {len(missing)} of the {len(CANDIDATES) * len(targets) * len(seeds)} runs "
+                                f"(every candidate x targets {whole_numbers(targets)} x seeds {seeds}): {shown}")
+    return targets, seeds, None
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default="benchmarks/out/mnist_dev.csv")
-    p.add_argument("--targets", default="9,5")
-    p.add_argument("--seeds", type=int, default=5, help="how many of book.MNIST_TUNING_SEEDS (from the first)")
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=output_file, default="benchmarks/out/mnist_dev.csv",
+                   help="CSV of the per-run rows, resumed when it exists (default: benchmarks/out/mnist_dev.csv)")
+    p.add_argument("--targets", type=int_list, default="9,5", help="target digits, e.g. 9,5 (the default)")
+    p.add_argument("--seeds", type=count(1), default=5,
+                   help=f"how many of book.MNIST_TUNING_SEEDS (from the first; at most {len(MNIST_TUNING_SEEDS)})")
     p.add_argument("--candidates", nargs="*", default=list(CANDIDATES), metavar="LABEL")
     p.add_argument("--freeze", action="store_true", help="store --out's rows as the frozen table "
                                                          "recommended_candidates_mnist")
@@ -63,12 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [c for c in args.candidates if c not in CANDIDATES]
     if unknown:
         p.error(f"unknown candidates {unknown}; known: {list(CANDIDATES)}")
+    if args.seeds > len(MNIST_TUNING_SEEDS):
+        p.error(f"--seeds {args.seeds}: book.MNIST_TUNING_SEEDS holds {len(MNIST_TUNING_SEEDS)}")
     torch.set_num_threads(1)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     table = pd.read_csv(out) if out.exists() else pd.DataFrame(columns=["method", "target", "seed"])
-    targets = [int(t) for t in args.targets.split(",")]
-    seeds = list(MNIST_TUNING_SEEDS[: args.seeds])
+    targets, seeds = args.targets, list(MNIST_TUNING_SEEDS[: args.seeds])
     for label in args.candidates:
         for target in targets:
             for seed in seeds:
@@ -77,18 +99,25 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 row = score(label, target, seed)
                 table = pd.concat([table, pd.DataFrame([row])], ignore_index=True)
-                table.to_csv(out.with_suffix(".tmp"), index=False)  # after every fit: a stop loses one
-                out.with_suffix(".tmp").replace(out)
+                write_atomic(out, table.to_csv(index=False))  # after every fit: a stop loses one
                 print(f"{label:52s} target {target} seed {seed}: AUC {row['auc']:.3f} ({row['fit_seconds']:.0f} s)",
                       flush=True)
+    if args.freeze:
+        # The provenance names the rows' own seeds and targets, not this call's options.
+        held_targets, held_seeds, problem = _held(table)
+        if problem:
+            p.error(f"--freeze: {out} {problem}")
+    if table.empty:
+        p.error(f"{out} holds no rows and no candidate was run")
     summary = table.groupby("method", sort=False)[["auc", "accuracy", "fit_seconds"]].mean()
     print(summary.round(3).to_string())
     if args.freeze:
         from minitorch_proto.book.frozen import write_frozen
 
+        targets, seeds = held_targets, held_seeds
         write_frozen(table, "recommended_candidates_mnist",
-                     command=f"python benchmarks/recommended_mnist_dev.py --out {args.out} --targets {args.targets} "
-                             f"--seeds {args.seeds} --freeze",
+                     command=f"python benchmarks/recommended_mnist_dev.py --out {shlex.quote(str(args.out))} "
+                             f"--targets {whole_numbers(targets)} --seeds {len(seeds)} --freeze",
                      description="MNIST-bags as a development set of the recommended recipe's choice: every candidate "
                                  "of benchmarks/recommended_lodo.py fitted on the training bags of tuning seeds "
                                  f"{seeds} (book.MNIST_TUNING_SEEDS, never reported), targets {targets}; bag AUC and "

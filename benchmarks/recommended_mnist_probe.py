@@ -12,7 +12,6 @@ shipped recipe. One JSON line per fit::
 """
 from __future__ import annotations
 
-import argparse
 import json
 import time
 import warnings
@@ -23,6 +22,7 @@ from minitorch_proto import PrototypeMILClassifier
 from minitorch_proto.book import MNIST_TUNING_SEEDS
 from minitorch_proto.data.mnist_bags import make_mnist_bags
 from minitorch_proto.evaluation.metrics import scores_from_proba
+from script_args import Parser, count, int_list  # this folder is on sys.path
 
 #: Overrides of the shipped recipe, one idea each.
 VARIANTS = {
@@ -40,15 +40,18 @@ VARIANTS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS), metavar="NAME")
-    p.add_argument("--targets", default="9,5")
-    p.add_argument("--seeds", type=int, default=5, help="how many of book.MNIST_TUNING_SEEDS (from the first)")
+    p.add_argument("--targets", type=int_list, default="9,5", help="target digits (default: 9,5)")
+    p.add_argument("--seeds", type=count(1), default=5,
+                   help=f"how many of book.MNIST_TUNING_SEEDS (from the first; at most {len(MNIST_TUNING_SEEDS)})")
     args = p.parse_args(argv)
+    if args.seeds > len(MNIST_TUNING_SEEDS):
+        p.error(f"--seeds {args.seeds}: book.MNIST_TUNING_SEEDS holds {len(MNIST_TUNING_SEEDS)}")
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)
     for name in args.variants:
-        for target in (int(t) for t in args.targets.split(",")):
+        for target in args.targets:
             for seed in MNIST_TUNING_SEEDS[: args.seeds]:
                 train, test = make_mnist_bags(target=target, n_train_bags=300, n_test_bags=100, random_state=seed,
                                               test_fraction=0.25)

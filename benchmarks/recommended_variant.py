@@ -24,6 +24,8 @@ import pandas as pd
 
 from minitorch_proto import PrototypeMILClassifier, cross_validate, load_benchmark, stratified_folds
 from minitorch_proto.data import BENCHMARKS
+from minitorch_proto.outputs import write_atomic
+from script_args import Parser, count, output_folder  # this folder is on sys.path
 
 DATASETS = tuple(BENCHMARKS)  # the five, in the paper's order
 
@@ -62,12 +64,14 @@ def parse_setting(text: str) -> tuple[str, object]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", dest="settings", type=parse_setting, action="append", required=True,
                         metavar="KEY=VALUE", help="a parameter of PrototypeMILClassifier to change (repeatable)")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
-    parser.add_argument("--out", default="benchmarks/out/variant")
+    parser.add_argument("--repeats", type=count(1), default=5, help="repetitions of 10-fold CV (default: 5)")
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS, metavar="NAME",
+                        help=f"benchmarks ({', '.join(DATASETS)}; default: all)")
+    parser.add_argument("--out", type=output_folder, default="benchmarks/out/variant",
+                        help="folder of results.csv (default: benchmarks/out/variant)")
     args = parser.parse_args(argv)
     overrides = dict(args.settings)
     try:
@@ -76,7 +80,6 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(err))
     warnings.filterwarnings("ignore")
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     label = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
     rows, frames = [], []
     for name, shipped, variant, s_shipped, s_variant in paired_runs(overrides, args.datasets, args.repeats,
@@ -89,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
                      "seconds shipped": s_shipped, "seconds variant": s_variant})
         print(pd.DataFrame(rows[-1:]).round(3).to_string(index=False, header=len(rows) == 1), flush=True)
     table = pd.DataFrame(rows)
-    pd.concat(frames, ignore_index=True).to_csv(out / "results.csv", index=False)
+    write_atomic(out / "results.csv", pd.concat(frames, ignore_index=True).to_csv(index=False))
     print(f"\n{label}: {args.repeats} x 10-fold, paired per fold (variant - shipped; SE over repetition means):")
     print(table.round(3).to_string(index=False))
     print(f"\naverage difference: accuracy {table['acc diff'].mean():+.4f}, AUC {table['auc diff'].mean():+.4f}")

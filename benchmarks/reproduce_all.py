@@ -10,8 +10,9 @@ their own; all cores; about half an hour on two), then prints the per-method wal
 previous frozen table's one-fold-at-a-time fit times, with their ratio, and (``--freeze``) writes the new per-fold
 results as ``measured_results`` with the command, the commit of the code that ran, the machine's
 core count and each method's wall time. ``--from <folder>`` reuses a finished ``reproduce`` output
-instead of running it again (``--commit`` then names the code that made it). The last line is a
-JSON object.
+instead of running it again: ``--freeze`` then takes the code's commit from the folder's ``run.json``
+(``--commit`` for a folder without one), records the ``--from`` command, and refuses a folder short of
+every method x five data sets x 5 x 10 folds, or with a fold that has no score. The last line is a JSON object.
 
 Beside them it prints the wall time of the same method in the run that made the table being
 replaced (``previous_s``, from its provenance file's ``wall_seconds``) and the speed-up since
@@ -25,9 +26,9 @@ were always trained together), so they get no ratio.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -39,7 +40,12 @@ from minitorch_proto import methods
 from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import load_frozen, provenance, write_frozen
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from script_args import Parser, commit_hash, full_run_gap, refuse_nan  # noqa: E402
+
 COMMAND = "python benchmarks/reproduce_all.py --freeze"
+#: The folds of the run this script makes: ``reproduce``'s defaults (it passes no --repeats or --folds).
+REPEATS, FOLDS = 5, 10
 
 
 def _previous_reference(meta: dict) -> dict[str, float]:
@@ -56,12 +62,32 @@ def _previous_walls(meta: dict) -> tuple[dict[str, float], str | None]:
     return {k: float(v) for k, v in meta.get("wall_seconds", {}).items()}, meta.get("commit")
 
 
+def _recorded_commit(p: Parser, folder: Path, given: str | None, freeze: bool) -> str | None:
+    """The commit of the code that made ``folder``: its run.json's, else ``--commit``; with ``--freeze`` a plain
+    hash is required (a table must name code a reader can check out)."""
+    record = folder / "run.json"
+    recorded = json.loads(record.read_text()).get("commit") if record.is_file() else None
+    if recorded and given and str(recorded) != given:
+        p.error(f"--commit {given} contradicts {record}, which names {recorded}")
+    commit = recorded or given
+    if not freeze:
+        return commit
+    if commit is None:
+        p.error(f"{folder} has no run.json naming its code; give --commit")
+    try:
+        return commit_hash(commit, str(record) if recorded else "--commit")
+    except ValueError as exc:
+        p.error(str(exc))
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="results_all", help="reproduce's output folder (default: results_all/)")
     p.add_argument("--from", dest="from_dir", default=None,
                    help="a finished reproduce output holding the table's methods")
-    p.add_argument("--commit", default=None, help="with --from: the commit of the code that made it")
+    p.add_argument("--commit", default=None,
+                   help="with --from: the commit of the code that made it, when the folder's run.json names none "
+                        "(--freeze refuses a run whose code it cannot name)")
     p.add_argument("--freeze", action="store_true", help="write the frozen table measured_results")
     p.add_argument("--note", default=None, help="with --freeze: a line for the provenance file")
     args = p.parse_args(argv)
@@ -71,12 +97,13 @@ def main(argv=None) -> int:
     reference = _previous_reference(meta)
     previous, previous_commit = _previous_walls(meta)
     if args.from_dir:
-        out, commit = Path(args.from_dir), args.commit or "unknown"
+        out = Path(args.from_dir)
         if not (out / "results.csv").exists() or not (out / "timings.csv").exists():
             p.error(f"{out} holds no results.csv and timings.csv of a reproduce run")
+        command = f"python benchmarks/reproduce_all.py --from {shlex.quote(args.from_dir)} --freeze"
         total = None
     else:
-        out, commit = Path(args.out), code_version()
+        out, commit, command = Path(args.out), code_version(), COMMAND
         t0 = time.perf_counter()
         cmd = [sys.executable, "-m", "minitorch_proto", "reproduce", "--methods", ",".join(methods.MEASURED), "--quiet",
                "--out", str(out)]
@@ -86,12 +113,25 @@ def main(argv=None) -> int:
         total = time.perf_counter() - t0
     # A --from folder may hold more rows (reproduce --methods all): the table keeps its own.
     labels = [methods.get(key).label for key in methods.MEASURED]
-    results = pd.read_csv(out / "results.csv")
+    results, timings = pd.read_csv(out / "results.csv"), pd.read_csv(out / "timings.csv")
+    lacking = [c for c in ("method", "dataset", "evaluation", "repeat", "fold") if c not in results.columns]
+    if lacking or "method" not in timings.columns or "wall_seconds" not in timings.columns:
+        p.error(f"{out} is not a reproduce run: results.csv lacks {lacking or 'nothing'}, timings.csv needs method "
+                "and wall_seconds")
     results = results[results["method"].isin(labels)].reset_index(drop=True)
-    timings = pd.read_csv(out / "timings.csv")
     timings = timings[timings["method"].isin(labels)].reset_index(drop=True)
     if results.empty:
         p.error(f"{out} holds none of the table's methods ({', '.join(methods.MEASURED)})")
+    if args.freeze:
+        # The table replaces the whole measured_results: a part of the run would drop rows from the book.
+        gap = full_run_gap(results, labels, REPEATS, FOLDS)
+        if gap:
+            p.error(f"{out} is {gap}")
+        unscored = refuse_nan(results[results["evaluation"] == "final"], ["accuracy", "auc"])
+        if unscored:
+            p.error(f"{out}: {unscored}")
+    if args.from_dir:
+        commit = _recorded_commit(p, out, args.commit, args.freeze)
     rows = []
     for _, t in timings.iterrows():
         before, last = reference.get(t.method), previous.get(t.method)
@@ -108,7 +148,7 @@ def main(argv=None) -> int:
           + (f"; previous run, at {previous_commit}: {sum(previous.values()) / 60:.1f} min)" if previous else ")"))
     if args.freeze:
         path = write_frozen(
-            results, "measured_results", command=COMMAND,
+            results, "measured_results", command=command,
             description="per-fold results of 5 x stratified 10-fold CV (the same 50 folds) on Musk1, Musk2, Fox, "
             "Tiger and Elephant for every method of methods.MEASURED (minitorch-proto reproduce), in one run",
             commit=commit, cpu_count=os.cpu_count(),

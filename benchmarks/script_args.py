@@ -1,8 +1,25 @@
-"""Options several benchmark scripts share, read one way: ``--seeds`` (``0-9``, ``0,3,7`` or ``4``)
-and the probes' ``DATASET [REPEATS]``."""
+"""Options several benchmark scripts share, read one way: ``--seeds`` (``0-9``, ``0,3,7`` or ``4``), lists of
+whole numbers, counts, output paths, and the probes' ``DATASET [REPEATS]``.
+
+Each is an argparse ``type=``, so a bad value ends the script at startup, before any data is loaded or model
+trained, with one line and exit status 2 (:class:`Parser`)."""
 from __future__ import annotations
 
 import argparse
+import math
+import re
+
+# The package's command line reads counts and prints usage errors this way already: one home for each.
+from minitorch_proto.cli_args import Parser, count
+from minitorch_proto.data.benchmarks import BENCHMARKS
+from minitorch_proto.outputs import check_input_file, check_output_path
+
+__all__ = ["FIVE", "Parser", "commit_hash", "count", "full_run_gap", "input_file", "int_list", "output_file",
+           "output_folder", "probe_arguments", "refuse_nan", "seed_list", "seed_option", "seed_text",
+           "whole_numbers"]
+
+#: The five benchmarks a full run covers, in the paper's order.
+FIVE = tuple(BENCHMARKS)
 
 
 def seed_list(text: str) -> list[int]:
@@ -26,6 +43,14 @@ def seed_list(text: str) -> list[int]:
     return seeds
 
 
+def seed_option(text: str) -> list[int]:
+    """:func:`seed_list` as an argparse type."""
+    try:
+        return seed_list(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--seeds ")) from None
+
+
 def seed_text(seeds) -> str:
     """The ``--seeds`` text that names exactly ``seeds`` (``LO-HI`` when they run without a gap), for a
     frozen table's recorded command: the seeds its rows hold, not the option's value at freeze time."""
@@ -37,10 +62,89 @@ def seed_text(seeds) -> str:
     return ",".join(map(str, ordered))
 
 
+def int_list(text: str) -> list[int]:
+    """Whole numbers separated by commas (``9,5``), e.g. MNIST target digits."""
+    try:
+        values = [int(t) for t in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers") from None
+    return values
+
+
+def whole_numbers(values) -> str:
+    """The ``int_list`` text naming ``values`` in the order first met (``9,5``): a recorded option built from rows."""
+    return ",".join(str(int(v)) for v in dict.fromkeys(values))
+
+
+def _path_type(check, **how):
+    """``check`` (of :mod:`minitorch_proto.outputs`) as an argparse type; argparse names the option."""
+    def parse(text: str):
+        try:
+            return check(text, what="", **how)
+        except (ValueError, FileNotFoundError) as exc:
+            raise argparse.ArgumentTypeError(str(exc).strip()) from None
+    return parse
+
+
+#: An output file: refused at startup when it is a folder, lies under a file, or its folder cannot be written
+#: (missing folders are made when it is written).
+output_file = _path_type(check_output_path, kind="file")
+#: An output folder: refused at startup when it is a file or cannot be created.
+output_folder = _path_type(check_output_path, kind="dir")
+#: An existing, non-empty, readable file.
+input_file = _path_type(check_input_file)
+
+
+def commit_hash(commit, source: str) -> str:
+    """``commit`` when it is a plain git hash; a frozen table names code a reader can check out, so "unknown",
+    "HEAD~1" or "+dirty" (uncommitted changes) are refused, naming ``source`` (where the value came from)."""
+    if not re.fullmatch(r"[0-9a-f]{7,40}", str(commit)):
+        raise ValueError(f"{source}: the code version must be a plain git commit hash (committed code), got {commit!r}")
+    return str(commit)
+
+
+def full_run_gap(rows, labels, repeats: int = 5, folds: int = 10) -> str | None:
+    """What a full run (every method of ``labels`` x the five data sets x ``repeats`` x ``folds`` folds) holds and
+    the per-fold ``rows`` lack, in one line naming the first cells short; None when nothing is missing."""
+    if "evaluation" in rows.columns:
+        rows = rows[rows["evaluation"] == "final"]
+    want = {(r, f) for r in range(1, repeats + 1) for f in range(1, folds + 1)}
+    short = []
+    for label in labels:
+        for name in FIVE:
+            part = rows[(rows["method"] == label) & (rows["dataset"] == name)]
+            have = {(int(r), int(f)) for r, f in zip(part["repeat"], part["fold"], strict=True)} & want
+            if len(have) < len(want):
+                short.append(f"{label} on {name} ({len(have)} of {len(want)} folds)")
+    if not short:
+        return None
+    more = f"; and {len(short) - 6} more" if len(short) > 6 else ""
+    return (f"not a full run ({len(short)} of {len(labels) * len(FIVE)} method x data set cells short of "
+            f"{repeats} x {folds} folds): {'; '.join(short[:6])}{more}")
+
+
+def refuse_nan(rows, columns) -> str | None:
+    """The per-fold ``rows`` (method, dataset, repeat, fold) with no score in ``columns``, named in one line;
+    None when every fold has one."""
+    present = [c for c in columns if c in rows.columns]
+    bad = rows[rows[present].isna().any(axis=1)] if present else rows.iloc[:0]
+    if bad.empty:
+        return None
+    cells = ["{} on {}: repeat.fold {}".format(method, dataset, ", ".join(
+        f"{_whole(r)}.{_whole(f)}" for r, f in zip(part["repeat"], part["fold"], strict=True)))
+        for (method, dataset), part in bad.groupby(["method", "dataset"], sort=False)]
+    return f"{len(bad)} fold(s) with no score ({' or '.join(present)} is NaN): {'; '.join(cells)}"
+
+
+def _whole(v):
+    return int(v) if isinstance(v, float) and not math.isnan(v) and v == int(v) else v
+
+
 def probe_arguments(doc: str) -> tuple[str, int]:
     """``DATASET [REPEATS]`` of the exploratory probes (a benchmark, and repetitions of 10-fold CV)."""
-    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("dataset", help="a benchmark, e.g. fox")
-    parser.add_argument("repeats", nargs="?", type=int, default=2, help="repetitions of 10-fold CV (default 2)")
+    parser = Parser(description=doc.splitlines()[0])
+    parser.add_argument("dataset", choices=FIVE, help="a benchmark: " + ", ".join(FIVE))
+    parser.add_argument("repeats", nargs="?", type=count(1), default=2,
+                        help="repetitions of 10-fold CV (default 2)")
     args = parser.parse_args()
     return args.dataset, args.repeats

@@ -42,13 +42,14 @@ def _folder(tmp_path, labels):
 
 
 def test_a_run_of_every_method_freezes_only_the_tables_rows(script, tmp_path, capsys):
-    recommended = methods.get("prototype-recommended").label
-    out = _folder(tmp_path, ["prototype", recommended, methods.get("prototype-monotone").label])
+    measured = [methods.get(key).label for key in methods.MEASURED]
+    extra = [methods.get("prototype-recommended").label, methods.get("prototype-monotone").label]
+    out = _folder(tmp_path, measured + extra)
     assert script.main(["--from", str(out), "--commit", "abc1234", "--freeze"]) == 0
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert [r["method"] for r in printed["rows"]] == ["prototype"]
+    assert [r["method"] for r in printed["rows"]] == measured
     table = frozen.load_frozen("measured_results")
-    assert set(table["method"]) == {"prototype"}
+    assert set(table["method"]) == set(measured)
     assert frozen.provenance("measured_results")["commit"] == "abc1234"
 
 
