@@ -6,6 +6,8 @@ import argparse
 
 import numpy as np
 
+from .validation import SEED_MAX
+
 __all__ = ["Parser", "add_data_args", "add_model_args", "count", "number", "seed", "text"]
 
 
@@ -92,7 +94,7 @@ def number(*, positive: bool, unit: str = ""):
 
 def seed(text: str) -> int:
     """A seed every command takes alike: numpy's range."""
-    return _int_in(text, 0, 2**32 - 1, "a seed is from 0 to 2**32 - 1")
+    return _int_in(text, 0, SEED_MAX, "a seed is from 0 to 2**32 - 1")
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:

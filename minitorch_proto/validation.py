@@ -17,7 +17,7 @@ _FLOAT32_MAX = float(np.finfo(np.float32).max)
 __all__ = [
     "check_bool", "check_number",
     "check_bags", "check_shared_bags", "check_labels", "check_codes", "check_same_length", "seed_from",
-    "check_chunk_size",
+    "check_chunk_size", "SEED_MAX",
     "frame_columns", "align_frames", "check_distance_range", "check_finite_scores", "check_int",
     "base_seed", "check_named_bags", "derived_seed", "frames_in_model_order", "own_feature_names", "fresh_fit",
     "fits_fresh",
@@ -229,6 +229,11 @@ def check_codes(y, n_classes: int | None = None) -> tuple[np.ndarray, int]:
     read out of bounds by the compiled loop. An estimator encodes any labels (:func:`check_labels`).
     """
     raw = np.asarray(y)
+    if raw.dtype.kind == "O":  # whole numbers held as Python objects are codes too
+        try:
+            raw = raw.astype(np.float64)
+        except (TypeError, ValueError):
+            pass
     if raw.dtype.kind not in "iub" and not (raw.dtype.kind == "f" and np.all(np.isfinite(raw))
                                             and np.array_equal(raw, np.round(raw))):
         raise ValueError(f"y must hold class codes 0..C-1 (whole numbers); got {raw.dtype} values such as "
@@ -236,7 +241,8 @@ def check_codes(y, n_classes: int | None = None) -> tuple[np.ndarray, int]:
     codes = raw.astype(np.int64).reshape(-1)
     n_classes = int(n_classes or (codes.max() + 1 if codes.size else 0))
     if codes.size and (codes.min() < 0 or codes.max() >= n_classes):
-        raise ValueError(f"y must hold class codes 0..{n_classes - 1}; got values from {codes.min()} to "
+        want = f"0..{n_classes - 1}" if n_classes > 0 else "from 0 up"
+        raise ValueError(f"y must hold class codes {want}; got values from {codes.min()} to "
                          f"{codes.max()} (an estimator's fit encodes any labels).")
     return codes, n_classes
 
@@ -277,11 +283,15 @@ def seed_from(random_state) -> int:
     )
 
 
+#: The largest seed numpy takes (seeds are 0..SEED_MAX): one home for the command line and the notebooks.
+SEED_MAX = 2**32 - 1
+
+
 def derived_seed(value: int) -> int:
     """A seed made from another (``1000 seed + 100 r + f``, ``10 seed + s``, ``seed + 10,000 j``),
     brought into numpy's range: the same number whenever it fits, so every seed below about
     4 million derives exactly as before, and any valid seed derives a valid one."""
-    return int(value) % 2**32
+    return int(value) % (SEED_MAX + 1)
 
 
 def base_seed(random_state) -> int:

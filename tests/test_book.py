@@ -230,8 +230,14 @@ def test_each_notebook_ran_alone_in_an_empty_folder_and_wrote_only_outputs(site,
     assert not outside, f"{notebook.name} wrote outside outputs/: {outside}"
 
 
-def test_the_build_script_refuses_what_it_would_ignore(capsys, tmp_path):
+def test_the_build_script_refuses_what_it_would_ignore(capsys, tmp_path, monkeypatch):
     build_book = _load_build_book()
+
+    def no_build(*args, **kwargs):  # should the refusal regress, fail at once rather than build the book
+        raise AssertionError("the script went on to build")
+
+    monkeypatch.setattr(build_book, "full_build", no_build)
+    monkeypatch.setattr(build_book, "quick_build", no_build)
     unused = str(tmp_path / "unused")
     for argv, message in ((["--quick", "--only", "99,02", "--out", unused], "--only: no notebook '99'"),
                           (["--keep-sources"], "are only used with --quick")):

@@ -407,6 +407,10 @@ def test_the_similarity_term_of_a_far_bag_goes_to_its_nearest_instance(fitted_po
     far[2] = 5e3  # instance 2 is the nearest to every prototype
     ev = instance_evidence(clf, far, evidence_reference(clf, bags[:20]))
     assert ev["evidence_similarity"].iloc[2] != 0 and (ev["evidence_similarity"].iloc[:2] == 0).all()
+    from minitorch_proto.evaluation.explain import decision_terms
+
+    terms = decision_terms(clf, far)
+    assert set(terms.loc[terms["pooling"] == "similarity", "instance"]) == {2}
     assert ev["evidence"].sum() + ev.attrs["reference_logit"] == pytest.approx(ev.attrs["decision_value"], abs=1e-9)
 
 

@@ -93,18 +93,49 @@ def test_papermill_reads_every_parameter(notebook):
 
 
 #: Whole-number parameters checked otherwise than by count_param or seed_param.
-OTHER_WHOLE_NUMBER_CHECKS = {"slide_count": "check_slide_count(slide_count,"}
+OTHER_WHOLE_NUMBER_CHECKS = {"slide_count": {"check_slide_count"}}
+
+
+def _setup_source(code_cells: list[dict]) -> str:
+    """The setup cell (the code cell after the parameters) as Python: IPython's %-lines left out."""
+    lines = [line for line in "".join(code_cells[1]["source"]).splitlines() if not line.lstrip().startswith("%")]
+    return "\n".join(lines).replace("except ImportError:\n", "except ImportError:\n    pass\n")
+
+
+def _checked_names(setup: str) -> dict[str, set[str]]:
+    """Parameter name -> the checks whose result is assigned back to it in ``setup``: ``x = book.check(x, ...)``,
+    also inside tuples (``a, b = check(a, ...), check(b, ...)``); a bare call (``check_slide_count(n, ...)``), too."""
+    found: dict[str, set[str]] = {}
+
+    def call(node, target=None):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if target is None or target == node.args[0].id:
+                found.setdefault(node.args[0].id, set()).add(name)
+
+    for node in ast.walk(ast.parse(setup)):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            if isinstance(target, ast.Name):
+                call(value, target.id)
+            elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+                for t, v in zip(target.elts, value.elts):
+                    if isinstance(t, ast.Name):
+                        call(v, t.id)
+        elif isinstance(node, ast.Expr):
+            call(node.value)
+    return found
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_switch_and_count_is_checked_before_any_work(notebook):
-    """A parameter whose default is True/False goes through ``book.flag_param`` (``-p flag false`` arrives as the
-    string "false", which an ``if`` read as True), and one whose default is a whole number through
-    ``count_param`` or ``seed_param`` (20.7 bags had been 20, seed -1 numpy's error after the training), in the
-    setup cell, the first after the parameters."""
+    """A parameter whose default is True/False is reassigned ``book.flag_param``'s value (``-p flag false``
+    arrives as the string "false", which an ``if`` read as True), and one whose default is a whole number
+    ``count_param``'s or ``seed_param``'s (20.7 bags had been 20, seed -1 numpy's error after the training), in
+    the setup cell, the first after the parameters (read as code: a comment naming the check does not count)."""
     cells = [c for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
     assert "parameters" in cells[0]["metadata"].get("tags", [])
-    setup = "".join(cells[1]["source"])
+    checked = _checked_names(_setup_source(cells))
     unchecked = []
     for node in ast.parse("".join(cells[0]["source"])).body:
         name = node.targets[0].id
@@ -113,14 +144,48 @@ def test_every_switch_and_count_is_checked_before_any_work(notebook):
         except ValueError:
             continue
         if isinstance(default, bool):
-            checks = [f"flag_param({name},"]
+            checks = {"flag_param"}
         elif isinstance(default, int):
-            checks = [f"count_param({name},", f"seed_param({name})", OTHER_WHOLE_NUMBER_CHECKS.get(name, "-")]
+            checks = {"count_param", "seed_param"} | OTHER_WHOLE_NUMBER_CHECKS.get(name, set())
         else:
             continue
-        if not any(check in setup for check in checks):
+        if not checked.get(name, set()) & checks:
             unchecked.append(name)
     assert not unchecked, f"{notebook.name}: parameters not checked in the setup cell: {unchecked}"
+
+
+def _run_setup(notebook: Path, tmp_path, **parameters) -> dict:
+    """The notebook's parameters cell, then ``parameters`` (as papermill injects them), then its setup cell."""
+    cells = [c for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
+    space: dict = {}
+    exec("".join(cells[0]["source"]), space)
+    space.update(out_dir=str(tmp_path / "out"), **parameters)
+    import torch
+
+    threads = torch.get_num_threads()  # a setup cell sets one thread: not for the rest of this test process
+    try:
+        exec(_setup_source(cells), space)
+    finally:
+        torch.set_num_threads(threads)
+    return space
+
+
+def test_setup_cells_refuse_an_empty_test_list_and_name_the_valid_settings(tmp_path):
+    unit_tests = REPO / "notebooks" / "06_mil_unit_tests.ipynb"
+    space = _run_setup(unit_tests, tmp_path, quick="false")
+    assert space["quick"] is False and space["background_check"] is True
+    # The test list is read in the cell after the setup: run it too (it had turned [] into all three tests).
+    cells = [c for c in json.loads(unit_tests.read_text())["cells"] if c["cell_type"] == "code"]
+    choose = "".join(cells[2]["source"])
+    assert "test_names = book.as_choices(list(MIL_UNIT_TESTS) if tests is None else tests" in choose
+    from minitorch_proto import book
+
+    with pytest.raises(ValueError, match="parameter tests is empty"):
+        book.as_choices([], "tests", ["single_concept"])
+    with pytest.raises(ValueError, match=r"parameter settings: unknown \['d=4'\]; valid values are \['paper-faithful'"):
+        _run_setup(REPO / "notebooks" / "03_ablations.ipynb", tmp_path, settings="d=4")
+    with pytest.raises(ValueError, match="parameter background_check is True or False; got 'no'"):
+        _run_setup(unit_tests, tmp_path, background_check="no")
 
 
 def test_a_notebook_runs_from_the_repository_root_on_a_strangers_csv(tmp_path):

@@ -317,3 +317,14 @@ def test_balanced_accuracy_is_the_mean_recall_of_each_fold_model():
         recalls = recall_score(y[fold.test], pred, average=None, labels=[0, 1])
         assert row.balanced_accuracy == pytest.approx(recalls.mean())
     assert (rows["balanced_accuracy"] != rows["accuracy"]).any()  # unbalanced: the two differ somewhere
+
+
+def test_a_table_cell_shows_an_se_over_repetitions_only_with_two_of_them():
+    import numpy as np
+    import pandas as pd
+
+    from minitorch_proto.book.pathology_page import _cell
+
+    # One repetition with values: the SE over repetition means does not exist (the folds' SE had been shown as it).
+    assert "SE" not in _cell(pd.Series([0.8, 0.9, np.nan, np.nan]), pd.Series([1, 1, 2, 2]))
+    assert _cell(pd.Series([0.8, 0.9, 0.7, 0.6]), pd.Series([1, 1, 2, 2])).endswith("(SE 0.100)")

@@ -427,7 +427,10 @@ def test_parameter_reach_measures_where_training_starts_and_how_far_it_goes(shar
 def test_the_trainers_take_class_codes_only():
     # -1 had trained a cross-entropy without a lower bound (it went negative), 0.5/1.5 were read as 0/1 by three
     # engines and as 0.5/1.5 by the sequential one, and a code past n_classes was read out of bounds by numba.
+    from minitorch_proto.evaluation.tuning import fit_ensembles, sample_candidates
+    from minitorch_proto.training.distributed import train_streaming
     from minitorch_proto.training.engines import Problem
+    from minitorch_proto.validation import check_codes
 
     bags, y = make_concept_bags(n_bags=10, seed=2)
     sets = [np.arange(10)]
@@ -438,4 +441,15 @@ def test_the_trainers_take_class_codes_only():
             train_batched(bags, labels, sets, [0], n_classes=n_classes, device="cpu")
         with pytest.raises(ValueError, match=message):
             Problem(bags, labels, tuple(sets), (0,), n_classes=n_classes)
+        with pytest.raises(ValueError, match=message):
+            train_streaming(bags, labels, n_classes=n_classes, train_config=TrainConfig(epochs=1))
+        model = PrototypeMIL(bags[0].shape[1], n_classes or 2, PrototypeMILConfig(n_prototypes=2))
+        with pytest.raises(ValueError, match=message):
+            train_model(model, [torch.as_tensor(b, dtype=torch.float32) for b in bags], torch.as_tensor(labels),
+                        TrainConfig(epochs=1))
+    with pytest.raises(ValueError, match="whole numbers"):  # the tuner had cast 0.5 to 0 before the check
+        fit_ensembles(bags, y + 0.5, sets, sets, sample_candidates(1, 0), [0], n_seeds=1, device="cpu")
     assert Problem(bags, y.astype(float), tuple(sets), (0,)).y.dtype == np.int64  # whole floats become codes
+    assert check_codes(np.array([0, 1], dtype=object))[0].tolist() == [0, 1]  # whole numbers held as objects
+    with pytest.raises(ValueError, match="codes from 0 up; got values from -2 to -1"):
+        check_codes([-2, -1])

@@ -42,7 +42,8 @@ REPO = Path(__file__).resolve().parents[1]
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "_static", "book", "notebooks")
 
 #: Notebook stem -> papermill parameters for a quick run (tests and ``--quick``).
-#: Every notebook also receives ``out_dir`` (a temporary folder) on top of these.
+#: ``quick_parameters`` adds an ``out_dir``; the quick build leaves it out (each notebook writes to its
+#: default folder inside its own empty working folder).
 QUICK_PARAMETERS: dict[str, dict] = {
     "01_formulation": {"n_bags": 12, "epochs": 20, "snapshot_every": 5},
     "02_reproduction": {"datasets": ["musk1"], "repeats": 1, "folds": 3, "epochs": 3},

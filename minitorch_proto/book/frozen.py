@@ -38,7 +38,8 @@ __all__ = [
 PROVENANCE_KEYS = ("command", "commit", "date", "description")
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-#: A code version a reader can look up: a git hash ("+dirty": frozen from uncommitted changes, older tables only).
+#: A code version a reader can look up: a git hash ("+dirty": uncommitted changes; refused for the package's own
+#: tables, which hold it from before that rule only, and accepted for a table written elsewhere).
 _COMMIT = re.compile(r"[0-9a-f]{7,40}(\+dirty)?")
 
 
@@ -116,7 +117,8 @@ def load_frozen(name: str) -> pd.DataFrame:
     text = (frozen_dir() / f"{name}.csv").read_text(encoding="utf-8")
     if "sha256" in record and _digest(text) != record["sha256"]:
         raise ValueError(f"frozen table {name!r} is not the table its provenance describes (its sha256 differs): "
-                         "cut short or changed since it was frozen; freeze it again with the recorded command.")
+                         "cut short or changed since it was frozen; restore it (git checkout, or reinstall the "
+                         "package), or freeze it again with write_frozen.")
     df = pd.read_csv(io.StringIO(text))
     if "columns" in record and list(map(str, df.columns)) != list(record["columns"]):
         raise ValueError(f"frozen table {name!r} has columns {list(df.columns)}; its provenance records "

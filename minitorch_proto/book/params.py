@@ -162,8 +162,10 @@ def flag_param(value: Any, name: str) -> bool:
 
 def seed_param(value: Any, name: str = "seed") -> int:
     """A seed parameter as an int from 0 to 2**32 - 1 (numpy's range), checked before any work."""
-    if not is_whole(value) or not 0 <= value < 2**32:
-        raise ValueError(f"parameter {name} is a seed, a whole number from 0 to 4294967295; got {value!r}.")
+    from ..validation import SEED_MAX
+
+    if not is_whole(value) or not 0 <= value <= SEED_MAX:
+        raise ValueError(f"parameter {name} is a seed, a whole number from 0 to {SEED_MAX}; got {value!r}.")
     return int(value)
 
 

@@ -51,7 +51,8 @@ def compare_on_bags(data, folds: Sequence[Fold], keys: Sequence[str], seed: int 
 def _cell(values: pd.Series, repeats: pd.Series) -> str:
     """Mean ± SD over folds, and the SE over repetition means when there are several repetitions."""
     text = f"{values.mean():.3f} ± {values.std(ddof=1):.3f}"
-    if repeats.nunique() > 1:
+    # The SE over repetition means needs two of them (with fewer, mean_standard_error gives the folds' SE).
+    if values.groupby(repeats).mean().notna().sum() > 1:
         text += f" (SE {mean_standard_error(values, repeats):.3f})"
     return text
 

@@ -254,7 +254,8 @@ def ablation_verdict(
     if gap is None or not np.isfinite(gap):
         return text.split("; ")[0] + "." if brief else text
     if gap <= 0:
-        closing = f"There is no gap to close: the baseline is already at or above the paper's accuracy ({-gap:+.2f})."
+        closing = (f"There is no gap to close: the baseline is already at or above the paper's accuracy (baseline "
+                   f"minus paper: {max(-gap, 0.0):+.2f}).")
     elif per_setting[best] >= gap:
         closing = f"The best single change ({best}, {per_setting[best]:+.3f}) is as large as the gap to the paper ({gap:.2f})."
     else:

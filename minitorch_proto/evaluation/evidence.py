@@ -80,7 +80,7 @@ import numpy as np
 import pandas as pd
 
 from ..utils import progress_bar
-from .explain import (_distances, _one_model, _require_binary, _similarity, _sqdistances, _standardised,
+from .explain import (_distances, _nearest_to_prototypes, _one_model, _require_binary, _similarity, _standardised,
                       ensemble_members, explain_bag)
 from .metrics import binary_auc
 
@@ -339,12 +339,9 @@ def instance_evidence(clf: Any, bag: np.ndarray, reference: np.ndarray | Sequenc
     w, b = _head(clf)
     if split == "attaining":
         if sim is not None:
-            # The similarity block is a max over the bag: its term goes to the instance attaining it, the one
-            # nearest p_j (read from the distances: far from p_j every kernel value underflows to 0, and an
-            # argmax of the kernel had given the term to instance 0).
+            # The similarity block is a max over the bag: its term goes to the instance attaining it.
             top = np.zeros_like(sim)
-            near = np.argmin(_sqdistances(clf, _standardised(clf, [bag])[0]).numpy(), axis=0)
-            top[near, np.arange(sim.shape[1])] = 1.0
+            top[_nearest_to_prototypes(clf, _standardised(clf, [bag])[0]), np.arange(sim.shape[1])] = 1.0
             owner = np.concatenate([owner, top], axis=1)
         parts = owner * (w * (z - zbar))[None, :]  # (K, F)
     else:

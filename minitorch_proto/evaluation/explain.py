@@ -146,6 +146,12 @@ def _sqdistances(clf: Any, std_instances: np.ndarray) -> torch.Tensor:
     return pairwise_distance(X, torch.as_tensor(_prototypes64(clf)), "sqeuclidean")
 
 
+def _nearest_to_prototypes(clf: Any, std_instances: np.ndarray) -> np.ndarray:
+    """(D,) the instance nearest each prototype: the one attaining the similarity block's max, read from the
+    distances (far from p_j every kernel value underflows to 0, and an argmax of the kernel gives instance 0)."""
+    return np.argmin(_sqdistances(clf, std_instances).numpy(), axis=0)
+
+
 def _similarity(clf: Any, std_instances: np.ndarray) -> np.ndarray | None:
     """(N, L) standardised instances -> (N, D) kernel values exp(-||x - p||^2 / sigma^2) of the head's
     similarity block (float64; a bag's block is their max over its instances), None without one."""
@@ -426,8 +432,8 @@ def decision_terms(clf: Any, bag: np.ndarray) -> pd.DataFrame:
         z = phi
     sim = _similarity(clf, std)
     if sim is not None:
-        idx = np.argmax(sim, axis=0)
-        top = sim[idx, np.arange(D)]
+        idx = _nearest_to_prototypes(clf, std)
+        top = sim.max(axis=0)
         phi, z = np.concatenate([phi, top]), np.concatenate([z, top])
         inst_parts.append(idx)
         proto_parts.append(np.arange(D))

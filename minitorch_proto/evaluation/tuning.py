@@ -48,6 +48,7 @@ from ..bags import shared_pool
 from ..model import PrototypeMILConfig
 from ..training import TrainConfig
 from ..training.batched import train_batched
+from ..validation import check_codes
 from .cv import stratified_folds
 from .metrics import scores_from_proba
 
@@ -268,7 +269,7 @@ def search_many(
         One per training set: the chosen candidate (with its epochs), its inner score and each rung's table.
     """
     budget = budget or SearchBudget()
-    y = np.asarray(y, dtype=np.int64)
+    y, _ = check_codes(y)  # a cast would read 0.5 as 0 before the trainers could refuse it
     t0 = time.perf_counter()
     inner = []
     for t, seed in zip(train_sets, seeds):
@@ -421,7 +422,7 @@ def fit_ensembles(
     list of ndarray (len(eval_sets[j]), n_classes)
         Per ensemble: the mean of its members' class probabilities on its eval set.
     """
-    y = np.asarray(y, dtype=np.int64)
+    y, _ = check_codes(y)  # a cast would read 0.5 as 0 before the trainers could refuse it
     groups: dict[tuple, list[int]] = {}
     for j, cand in enumerate(chosen):
         groups.setdefault((cand.structure(), cand.epochs), []).append(j)

@@ -120,9 +120,13 @@ def _bag_colours(y: np.ndarray, positive) -> tuple[list[str], list[tuple[str, st
     return [palette[label] for label in y], [(palette[c], f"class {c}") for c in classes]
 
 
-def _draw_bags_2d(ax: Axes, bags: Sequence[np.ndarray], y: np.ndarray, positive) -> None:
+def _check_bags_labels(bags: Sequence, y: Sequence) -> None:
     if len(bags) == 0 or len(bags) != len(y):
         raise ValueError(f"{len(bags)} bags and {len(y)} labels: give one label per bag, and at least one bag.")
+
+
+def _draw_bags_2d(ax: Axes, bags: Sequence[np.ndarray], y: np.ndarray, positive) -> None:
+    _check_bags_labels(bags, y)
     colours, legend = _bag_colours(y, positive)
     for bag, colour in zip(bags, colours):
         _bag_outline(ax, bag, colour)

@@ -81,7 +81,9 @@ def plot_nearest_images(
             what = f"{instance_labels[bag][instance]} " if instance_labels is not None else ""
             ax.set_title(f"{what}(d={distance:.1f})", fontsize=7)
         axes[r * k].set_ylabel(f"P{d + 1}", rotation=0, labelpad=14)
-    fig.suptitle(title or f"The {k} training images nearest to each prototype", fontsize=10)
+    fig.suptitle(title or f"The {k} training images nearest to "
+                 + ("each prototype" if n_rows == clf.model_.config.n_prototypes else
+                    ", ".join(f"P{d + 1}" for d in neighbours)), fontsize=10)
     return fig
 
 

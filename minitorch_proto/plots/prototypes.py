@@ -16,6 +16,7 @@ from ._common import (
     POS_COLOUR,
     _axes_list,
     _bag_colours,
+    _check_bags_labels,
     _coef_frame,
     _coef_text,
     _draw_bags_2d,
@@ -89,8 +90,8 @@ def plot_prototype_images(
             ax.set_title(f"P{d + 1}", fontsize=9)
     if title is None:
         title = "Prototypes" + ("" if units == "input" else " (instance-standardised units)")
-    # A SubFigure has no width of its own: its root figure's.
-    width_chars = max(30, int(getattr(fig, "figure", fig).get_figwidth() * 9))
+    # Its own width in inches (a SubFigure has no get_figwidth; its share of the root figure's).
+    width_chars = max(30, int(fig.bbox.width / fig.dpi * 9))
     fig.suptitle("\n".join(textwrap.wrap(title, width_chars)), fontsize=10)
     return fig
 
@@ -173,7 +174,8 @@ def plot_toy_spaces(
     """The paper's Figure 1 for a model fitted on two-feature bags.
 
     Left: the feature space, instances coloured by their bag's label, the instances of each
-    bag connected, prototypes as stars (mapped back to input units). Right: each bag as the
+    bag connected, prototypes as stars (mapped back to input units; for an instance-standardised
+    model, which cannot be mapped back, bags and prototypes alike in z-scores). Right: each bag as the
     point (min distance to prototype a, min distance to prototype b) - the distance space the
     classifier sees before layer normalisation.
 
@@ -208,8 +210,7 @@ def plot_toy_spaces(
         raise ValueError(f"plot_toy_spaces needs bags with 2 features; the model has {clf.n_features_in_}.")
     positive = _positive_label(y, clf)
     raw = [np.asarray(b, dtype=float) for b in bags]
-    if len(raw) == 0 or len(raw) != len(y):
-        raise ValueError(f"{len(raw)} bags and {len(y)} labels: give one label per bag, and at least one bag.")
+    _check_bags_labels(raw, y)
     fig, (left, right) = _axes_list(axes, fig, 2, 2, (4.6, 4.2))
     P, units = prototypes_in_input_space(clf)
     # The bags in the prototypes' units: an instance-standardised model's prototypes cannot be mapped back

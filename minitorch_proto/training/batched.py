@@ -161,9 +161,9 @@ def train_batched(
     Raises
     ------
     ValueError
-        If ``train_sets`` is empty, a training set is empty or holds one class, the numbers of
-        seeds, labels or ``resume`` entries do not match, or ``backend``, ``autocast`` or ``resume``
-        cannot run as asked.
+        If ``y`` is not class codes 0..C-1, ``train_sets`` is empty, a training set is empty or
+        holds one class, the numbers of seeds, labels or ``resume`` entries do not match, or
+        ``backend``, ``autocast`` or ``resume`` cannot run as asked.
     """
     model_config = model_config or PrototypeMILConfig()
     train_config = train_config or TrainConfig()

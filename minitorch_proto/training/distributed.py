@@ -59,6 +59,7 @@ from ..model import (
 )
 from ..preprocessing import BagStandardizer
 from ..utils import progress_bar, resolve_device
+from ..validation import check_codes
 from .config import TrainConfig, epoch_batches
 
 __all__ = [
@@ -462,7 +463,7 @@ def train_streaming(
     if int(chunk_size) < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}.")
     autocast_dtype = AUTOCAST_DTYPES[autocast]
-    y = np.asarray(y, dtype=np.int64)
+    y, n_classes = check_codes(y, n_classes)
     if len(y) != len(bags):
         raise ValueError(f"Found {len(bags)} bags but {len(y)} labels.")
     if len(np.unique(y)) < 2:
@@ -471,7 +472,6 @@ def train_streaming(
     if (sizes == 0).any():
         raise ValueError(f"Bag {int(np.flatnonzero(sizes == 0)[0])} is empty: every bag needs at least one instance.")
     n_features = _n_features(bags)
-    n_classes = int(n_classes or (y.max() + 1))
     dev = resolve_device(device)
     rank, world = _rank_world(group)
     seed = agree_across_ranks(seed, bags, y, group)

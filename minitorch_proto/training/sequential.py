@@ -15,6 +15,7 @@ import torch
 from ..bags import BagBatch
 from ..model import LOSS_TERMS, PrototypeMIL, project_monotone_
 from ..utils import progress_bar, torch_threads
+from ..validation import check_codes
 from .config import TrainConfig, epoch_batches
 
 __all__ = ["train_model"]
@@ -53,7 +54,14 @@ def train_model(
     list of dict
         One row per epoch: the mean of each loss term over the epoch's steps,
         the total, and the epoch's wall time.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not class codes 0..C-1 of the model's C classes.
     """
+    codes, _ = check_codes(y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else y, model.n_classes)
+    y = torch.as_tensor(codes, device=y.device if isinstance(y, torch.Tensor) else None)
     with torch_threads(num_threads):
         return _train(model, bags, y, config, seed, progress, on_epoch_end)
 
