@@ -23,7 +23,6 @@ import resource
 import time
 import warnings
 
-import numpy as np
 import torch
 
 import minitorch_proto.model as model_module

@@ -19,15 +19,15 @@ from pathlib import Path
 import pandas as pd
 
 from minitorch_proto.outputs import write_atomic
-from recommended_variant import DATASETS, paired, paired_runs  # this folder is on sys.path
-from script_args import Parser, count, output_folder
+from recommended_variant import paired, paired_runs  # this folder is on sys.path
+from script_args import FIVE, Parser, count, output_folder
 
 
 def main() -> None:
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=count(1), default=5, help="repetitions of 10-fold CV (default: 5)")
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS, metavar="NAME",
-                        help=f"benchmarks ({', '.join(DATASETS)}; default: all)")
+    parser.add_argument("--datasets", nargs="+", default=list(FIVE), choices=FIVE, metavar="NAME",
+                        help=f"benchmarks ({', '.join(FIVE)}; default: all)")
     parser.add_argument("--out", type=output_folder, default="benchmarks/out/push_cost",
                         help="folder of results.csv (default: benchmarks/out/push_cost)")
     args = parser.parse_args()

@@ -31,12 +31,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from recommended_lodo import BASE, DATASETS, ROUND_2, jsonable  # this folder is on sys.path
+from recommended_lodo import BASE, ROUND_2, jsonable  # this folder is on sys.path
 from minitorch_proto import PrototypeMILClassifier, cross_validate, load_benchmark, stratified_folds
 from minitorch_proto.about import code_version
 from minitorch_proto.meta_estimators import InnerCVSelection
 from minitorch_proto.outputs import write_together
-from script_args import Parser, count, full_run_gap, output_folder  # this folder is on sys.path
+from script_args import FIVE, Parser, count, full_run_gap, output_folder  # this folder is on sys.path
 
 SHIPPED = "shipped recipe"
 #: The recipe every row changes: the round-2 pick, shipped when this table was measured (the frozen table
@@ -92,8 +92,8 @@ def main() -> None:
                         help="folder of results.csv and ablation.json, resumed (default: benchmarks/out/ablation)")
     parser.add_argument("--repeats", type=count(1), default=5,
                         help="repetitions of 10-fold CV (default: 5; --freeze needs 5)")
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS, metavar="NAME",
-                        help=f"benchmarks ({', '.join(DATASETS)}; default: all)")
+    parser.add_argument("--datasets", nargs="+", default=list(FIVE), choices=FIVE, metavar="NAME",
+                        help=f"benchmarks ({', '.join(FIVE)}; default: all)")
     parser.add_argument("--rows", nargs="*", default=LABELS, metavar="LABEL",
                         help="rows to run (default all; with no label: only freeze what --out holds)")
     parser.add_argument("--freeze", action="store_true", help="write the frozen table recommended_ablation")

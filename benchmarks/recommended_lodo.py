@@ -27,19 +27,16 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from minitorch_proto import PrototypeMILClassifier, cross_validate, load_benchmark, stratified_folds
-from minitorch_proto.data import BENCHMARKS
 from minitorch_proto.book.ranking import candidate_scores
 from minitorch_proto.evaluation import leave_one_dataset_out, summarize
 from minitorch_proto.outputs import write_atomic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from script_args import Parser, count, full_run_gap, output_folder  # noqa: E402
+from script_args import FIVE, Parser, count, full_run_gap, output_folder  # noqa: E402
 
-DATASETS = tuple(BENCHMARKS)  # the five, in the paper's order
 #: What the candidates override: the recipe of the first round, written before any run (the shipped
 #: RECOMMENDED is whichever candidate wins, so candidates must not be written relative to it).
 BASE = dict(n_prototypes=32, pooling=("min", "mean", "max"), init="kmeans++", lambda_p=0.0, lambda_d=1e-2,
@@ -148,8 +145,8 @@ def main() -> None:
                         help="repetitions of stratified 10-fold CV (default: 5; --freeze needs 5)")
     parser.add_argument("--jobs", type=count(1), default=os.cpu_count() or 1,
                         help="worker processes for the members' convex heads (the same results for any value)")
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS, metavar="NAME",
-                        help=f"benchmarks to run the candidates on ({', '.join(DATASETS)}; default: all)")
+    parser.add_argument("--datasets", nargs="+", default=list(FIVE), choices=FIVE, metavar="NAME",
+                        help=f"benchmarks to run the candidates on ({', '.join(FIVE)}; default: all)")
     parser.add_argument("--freeze", action="store_true",
                         help="store all candidates' rows of --out as the frozen table recommended_candidates")
     parser.add_argument("--candidates", nargs="*", default=list(CANDIDATES), metavar="LABEL",
@@ -193,7 +190,7 @@ def main() -> None:
 
         earlier_walls = provenance("recommended_candidates").get("wall_seconds", {})
     walls = {**{tuple(k.split("|", 1)): v for k, v in earlier_walls.items()}, **walls}
-    args.datasets = [d for d in DATASETS if d in set(results["dataset"])]
+    args.datasets = [d for d in FIVE if d in set(results["dataset"])]
     # The frozen table is ranked beside 5 x 10 rows on all five benchmarks: a candidate short of them is refused
     # (before anything is written when nothing ran; after keeping the new rows otherwise).
     gap = full_run_gap(results, list(dict.fromkeys(results["method"]))) if args.freeze else None

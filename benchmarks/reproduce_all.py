@@ -27,6 +27,7 @@ were always trained together), so they get no ratio.
 from __future__ import annotations
 
 import json
+import re
 import os
 import shlex
 import subprocess
@@ -67,9 +68,12 @@ def _recorded_commit(p: Parser, folder: Path, given: str | None, freeze: bool) -
     hash is required (a table must name code a reader can check out)."""
     record = folder / "run.json"
     recorded = json.loads(record.read_text()).get("commit") if record.is_file() else None
-    if recorded and given and str(recorded) != given:
+    if recorded and not re.fullmatch(r"[0-9a-f]{7,40}(\+dirty)?", str(recorded)):
+        recorded = None  # a run made outside a git checkout names no commit: --commit does
+    # run.json holds 12 hex digits and a note may give 7: the same commit when one begins the other.
+    if recorded and given and not (str(recorded).startswith(given) or given.startswith(str(recorded))):
         p.error(f"--commit {given} contradicts {record}, which names {recorded}")
-    commit = recorded or given
+    commit = recorded or given  # the run's own record wins (with its "+dirty", which --freeze refuses)
     if not freeze:
         return commit
     if commit is None:

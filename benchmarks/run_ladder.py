@@ -95,8 +95,10 @@ def main(argv=None) -> int:
             p.error(f"--freeze needs all five data sets ({', '.join(FIVE)}); got {', '.join(args.datasets)}")
         if not args.nested_from:
             p.error("--freeze needs --nested-from (a nested rung run here keeps no choices to freeze beside it)")
-        try:  # before the run: the tables name code a reader can check out
-            commit_hash(code_version(), "this checkout")
+        if args.repeats != 5:  # the book ranks the ladder among 5 x 10 rows
+            p.error(f"--freeze needs the whole protocol, --repeats 5; got {args.repeats}")
+        try:  # before the run: the tables name code a reader can check out, the code that ran (read once, here)
+            commit = commit_hash(code_version(), "this checkout")
         except ValueError as exc:
             p.error(f"{exc}; commit, then freeze")
     data = {n: load_benchmark(n, download=False) for n in args.datasets}
@@ -152,11 +154,13 @@ def main(argv=None) -> int:
         # The three tables are made in a scratch folder, then published together: all of them or none.
         with tempfile.TemporaryDirectory() as scratch:
             # Rows read from --fixed-from were timed where they ran (fit_seconds), not here.
+            # The commit read before the run: an edit or a commit during it would otherwise be recorded.
             write_frozen(results, "ladder_results", command=command, description=f"Ladder per-fold results ({what})",
                          wall_seconds=None if args.fixed_from else round(time.perf_counter() - t0), folder=scratch,
-                         **extra)
-            write_frozen(table, "ladder_table", command=command, description=f"Ladder table ({what})", folder=scratch)
-            write_frozen(choices, "ladder_choices", command=command, folder=scratch,
+                         commit=commit, **extra)
+            write_frozen(table, "ladder_table", command=command, description=f"Ladder table ({what})", folder=scratch,
+                         commit=commit)
+            write_frozen(choices, "ladder_choices", command=command, folder=scratch, commit=commit,
                          description=f"Settings each outer fold's nested search chose ({what})")
             target = Path(str(frozen_dir()))
             write_together({target / f.name: f.read_bytes() for f in sorted(Path(scratch).iterdir())})

@@ -113,13 +113,16 @@ def full_run_gap(rows, labels, repeats: int = 5, folds: int = 10) -> str | None:
     for label in labels:
         for name in FIVE:
             part = rows[(rows["method"] == label) & (rows["dataset"] == name)]
-            have = {(int(r), int(f)) for r, f in zip(part["repeat"], part["fold"], strict=True)} & want
+            cells = [(int(r), int(f)) for r, f in zip(part["repeat"], part["fold"], strict=True)]
+            have = set(cells) & want
             if len(have) < len(want):
                 short.append(f"{label} on {name} ({len(have)} of {len(want)} folds)")
+            elif len(cells) != len(want):  # a fold twice, or folds beyond the protocol's, would weigh unevenly
+                short.append(f"{label} on {name} ({len(cells)} rows for {len(want)} folds)")
     if not short:
         return None
     more = f"; and {len(short) - 6} more" if len(short) > 6 else ""
-    return (f"not a full run ({len(short)} of {len(labels) * len(FIVE)} method x data set cells short of "
+    return (f"not a full run ({len(short)} of {len(labels) * len(FIVE)} method x data set cells not exactly "
             f"{repeats} x {folds} folds): {'; '.join(short[:6])}{more}")
 
 
@@ -127,7 +130,9 @@ def refuse_nan(rows, columns) -> str | None:
     """The per-fold ``rows`` (method, dataset, repeat, fold) with no score in ``columns``, named in one line;
     None when every fold has one."""
     present = [c for c in columns if c in rows.columns]
-    bad = rows[rows[present].isna().any(axis=1)] if present else rows.iloc[:0]
+    if not present:
+        return f"no score column ({' or '.join(columns)}) in the rows"
+    bad = rows[rows[present].isna().any(axis=1)]
     if bad.empty:
         return None
     cells = ["{} on {}: repeat.fold {}".format(method, dataset, ", ".join(

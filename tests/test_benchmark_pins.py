@@ -27,7 +27,7 @@ def bench(monkeypatch):
 def test_the_ablation_reruns_the_recipe_its_frozen_table_holds(bench):
     ablation, lodo = bench("recommended_ablation"), bench("recommended_lodo")
     assert lodo.jsonable(ablation.ABLATED) == provenance("recommended_ablation")["recommended"]
-    assert set(ablation.DATASETS) == {"musk1", "musk2", "fox", "tiger", "elephant"}
+    assert set(ablation.FIVE) == {"musk1", "musk2", "fox", "tiger", "elephant"}
 
 
 

@@ -61,3 +61,18 @@ def test_a_folder_without_the_tables_methods_is_refused(script, tmp_path, capsys
     assert exc.value.code == 2
     assert "holds none of the table's methods" in capsys.readouterr().err
     assert frozen.provenance("measured_results")["commit"] == before  # untouched
+
+
+def test_a_commit_may_be_given_short_and_a_run_outside_a_checkout_named_by_it(script, tmp_path, capsys):
+    measured = [methods.get(key).label for key in methods.MEASURED]
+    out = _folder(tmp_path, measured)
+    # run.json holds 12 hex digits, a note 7: the same commit (the documented command had been refused).
+    (out / "run.json").write_text(json.dumps({"commit": "abc1234def56"}))
+    assert script.main(["--from", str(out), "--commit", "abc1234", "--freeze"]) == 0
+    assert frozen.provenance("measured_results")["commit"] == "abc1234def56"
+    with pytest.raises(SystemExit) as exit_:
+        script.main(["--from", str(out), "--commit", "1234567", "--freeze"])
+    assert exit_.value.code == 2 and "contradicts" in capsys.readouterr().err
+    (out / "run.json").write_text(json.dumps({"commit": "minitorch_proto 0.1.0 (not a git checkout)"}))
+    assert script.main(["--from", str(out), "--commit", "def5678", "--freeze"]) == 0
+    assert frozen.provenance("measured_results")["commit"] == "def5678"

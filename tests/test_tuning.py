@@ -345,3 +345,20 @@ def test_page_08_s_wide_ladder_table_and_choice_counts():
     choices = pd.DataFrame({"dataset": ["musk1"] * 3 + ["fox"], "distance": ["cosine", "cosine", "euclidean", "cosine"]})
     counts = search_choice_counts(choices, ["distance"], {"musk1": "Musk1", "fox": "Fox"})
     assert counts.loc["distance", "Musk1"] == "cosine (2), euclidean (1)" and counts.loc["distance", "Fox"] == "cosine (1)"
+
+
+def test_the_ladder_script_freezes_only_the_whole_protocol(tmp_path, capsys):
+    # --repeats 1 on all five data sets had replaced the book's 5 x 10 ladder with a 1 x 10 one, ranked beside
+    # 5 x 10 rows; refused before any data is loaded.
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "run_ladder", Path(__file__).resolve().parents[1] / "benchmarks" / "run_ladder.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    for name in script.NESTED_FILES:
+        (tmp_path / name).write_text("")
+    with pytest.raises(SystemExit) as exit_:
+        script.main(["--repeats", "1", "--nested-from", str(tmp_path), "--freeze"])
+    assert exit_.value.code == 2 and "--freeze needs the whole protocol, --repeats 5; got 1" in capsys.readouterr().err
