@@ -39,7 +39,7 @@ import pandas as pd
 
 from minitorch_proto import methods
 from minitorch_proto.about import code_version
-from minitorch_proto.book.frozen import load_frozen, provenance, write_frozen
+from minitorch_proto.book.frozen import GIT_HASH, load_frozen, provenance, write_frozen
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from script_args import Parser, commit_hash, full_run_gap, refuse_nan  # noqa: E402
@@ -68,7 +68,7 @@ def _recorded_commit(p: Parser, folder: Path, given: str | None, freeze: bool) -
     hash is required (a table must name code a reader can check out)."""
     record = folder / "run.json"
     recorded = json.loads(record.read_text()).get("commit") if record.is_file() else None
-    if recorded and not re.fullmatch(r"[0-9a-f]{7,40}(\+dirty)?", str(recorded)):
+    if recorded and not re.fullmatch(GIT_HASH + r"(\+dirty)?", str(recorded)):
         recorded = None  # a run made outside a git checkout names no commit: --commit does
     # run.json holds 12 hex digits and a note may give 7: the same commit when one begins the other.
     if recorded and given and not (str(recorded).startswith(given) or given.startswith(str(recorded))):

@@ -10,6 +10,7 @@ import math
 import re
 
 # The package's command line reads counts and prints usage errors this way already: one home for each.
+from minitorch_proto.book.frozen import GIT_HASH
 from minitorch_proto.cli_args import Parser, count
 from minitorch_proto.data.benchmarks import BENCHMARKS
 from minitorch_proto.outputs import check_input_file, check_output_path
@@ -98,7 +99,7 @@ input_file = _path_type(check_input_file)
 def commit_hash(commit, source: str) -> str:
     """``commit`` when it is a plain git hash; a frozen table names code a reader can check out, so "unknown",
     "HEAD~1" or "+dirty" (uncommitted changes) are refused, naming ``source`` (where the value came from)."""
-    if not re.fullmatch(r"[0-9a-f]{7,40}", str(commit)):
+    if not re.fullmatch(GIT_HASH, str(commit)):
         raise ValueError(f"{source}: the code version must be a plain git commit hash (committed code), got {commit!r}")
     return str(commit)
 

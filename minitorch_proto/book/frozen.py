@@ -38,9 +38,11 @@ __all__ = [
 PROVENANCE_KEYS = ("command", "commit", "date", "description")
 
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+#: A git commit hash, as a frozen table names the code that made it (one home for the freezers' checks too).
+GIT_HASH = r"[0-9a-f]{7,40}"
 #: A code version a reader can look up: a git hash ("+dirty": uncommitted changes; refused for the package's own
 #: tables, which hold it from before that rule only, and accepted for a table written elsewhere).
-_COMMIT = re.compile(r"[0-9a-f]{7,40}(\+dirty)?")
+_COMMIT = re.compile(GIT_HASH + r"(\+dirty)?")
 
 
 def _digest(text: str) -> str:

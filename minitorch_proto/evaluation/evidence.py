@@ -332,7 +332,8 @@ def instance_evidence(clf: Any, bag: np.ndarray, reference: np.ndarray | Sequenc
         raise ValueError(f"split must be 'attaining' or 'shapley', got {split!r}.")
     zbar = _reference_vector(clf, reference)
     config = clf.model_.config
-    dist, sim = _raw_bag_parts(clf, bag)
+    std = _standardised(clf, [bag])[0]  # once: the distances and the nearest instances read it
+    dist, sim = _bag_parts(clf, std)
     phi, owner = _pool(dist, config.pooling)
     F = len(phi)
     z = _z(dist, sim, config)
@@ -341,7 +342,7 @@ def instance_evidence(clf: Any, bag: np.ndarray, reference: np.ndarray | Sequenc
         if sim is not None:
             # The similarity block is a max over the bag: its term goes to the instance attaining it.
             top = np.zeros_like(sim)
-            top[_nearest_to_prototypes(clf, _standardised(clf, [bag])[0]), np.arange(sim.shape[1])] = 1.0
+            top[_nearest_to_prototypes(clf, std), np.arange(sim.shape[1])] = 1.0
             owner = np.concatenate([owner, top], axis=1)
         parts = owner * (w * (z - zbar))[None, :]  # (K, F)
     else:
