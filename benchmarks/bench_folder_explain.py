@@ -35,6 +35,12 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     if args.bags < 10:  # the convex head needs two training bags of each class
         ap.error(f"--bags must be at least 10, got {args.bags}")
+    # Checked here, not with the package's argparse types: this script also runs on older checkouts.
+    for name in ("grid", "features"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name} must be at least 1, got {getattr(args, name)}")
+    if not 0 <= args.seed < 2**32:
+        ap.error(f"--seed must be from 0 to 2**32 - 1, got {args.seed}")
 
     import torch
 

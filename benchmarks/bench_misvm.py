@@ -22,7 +22,6 @@ Usage::
 """
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
@@ -35,6 +34,7 @@ from minitorch_proto.data import load_benchmark
 from minitorch_proto.data.benchmarks import BENCHMARKS
 from minitorch_proto.evaluation.cv import stratified_folds
 from minitorch_proto.preprocessing import BagStandardizer
+from script_args import Parser, count  # this folder is on sys.path
 
 
 WAYS = ("libsvm", "blas", "gram")
@@ -55,12 +55,12 @@ def _fit(train, y, way: str) -> tuple[MISVM, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=list(BENCHMARKS), choices=list(BENCHMARKS))
-    parser.add_argument("--folds", type=int, default=5, help="training folds per data set (of the 50)")
+    parser.add_argument("--folds", type=count(1), default=5, help="training folds per data set (of the 50)")
     args = parser.parse_args()
-    if not 1 <= args.folds <= 50:
-        parser.error("--folds must be between 1 and 50")
+    if args.folds > 50:
+        parser.error(f"--folds must be at most 50 (of 5 x 10), got {args.folds}")
     out = {}
     with threadpool_limits(1):
         for name in args.datasets:

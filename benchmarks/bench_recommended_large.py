@@ -17,7 +17,6 @@ The LAST line of output is a JSON object.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import resource
 import time
@@ -29,6 +28,7 @@ import minitorch_proto.model as model_module
 from minitorch_proto import PrototypeMILClassifier
 from minitorch_proto.data import make_single_concept_test
 from minitorch_proto.evaluation.metrics import scores_from_proba
+from script_args import Parser, count  # this folder is on sys.path
 
 
 def fit_once(train, test, sample: int | None, seed: int) -> dict:
@@ -55,15 +55,16 @@ def fit_once(train, test, sample: int | None, seed: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bags", type=int, default=60, help="training bags (as many test bags)")
-    parser.add_argument("--size", type=int, default=1000, help="mean instances per bag (+-20%%)")
-    parser.add_argument("--features", type=int, default=512)
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bags", type=count(1), default=60, help="training bags (as many test bags)")
+    # At least 2: the smallest bag holds 80% of the mean, rounded down.
+    parser.add_argument("--size", type=count(2), default=1000, help="mean instances per bag (+-20%%)")
+    parser.add_argument("--features", type=count(1), default=512)
     parser.add_argument("--separation", type=float, default=1.0, help="distance of the concept from the origin")
     parser.add_argument("--spread", type=float, default=0.5,
                         help="the concept's standard deviation (the background's is 1; at 1 only the mean "
                              "tells them apart)")
-    parser.add_argument("--seeds", type=int, default=1, help="collections (and model seeds) 0..seeds-1")
+    parser.add_argument("--seeds", type=count(1), default=1, help="collections (and model seeds) 0..seeds-1")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
     size = (int(args.size * 0.8), int(args.size * 1.2))

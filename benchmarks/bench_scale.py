@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from script_args import Parser, count, int_list  # this folder is on sys.path
+from script_args import Parser, count, count_list  # this folder is on sys.path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -257,9 +257,9 @@ def main() -> None:
     p.add_argument("--instances", type=count(1), default=2000, help="instances per bag in the written collection")
     p.add_argument("--features", type=count(1), default=512)
     p.add_argument("--prototypes", type=count(1), default=24)
-    p.add_argument("--instance-sweep", type=int_list, default="250,500,1000,2000")
-    p.add_argument("--bag-sweep", type=int_list, default="62,125,250,500")
-    p.add_argument("--procs", type=int_list, default="1,2")
+    p.add_argument("--instance-sweep", type=count_list(1), default="250,500,1000,2000")
+    p.add_argument("--bag-sweep", type=count_list(1), default="62,125,250,500")
+    p.add_argument("--procs", type=count_list(1), default="1,2")
     p.add_argument("--epochs", type=count(1), default=2)
     p.add_argument("--batch-size", type=count(1), default=8, help="global minibatch (bags)")
     p.add_argument("--chunk-size", type=count(1), default=8192)

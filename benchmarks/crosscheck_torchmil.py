@@ -29,7 +29,6 @@ Usage::
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -46,7 +45,7 @@ from minitorch_proto.baselines.batched_fit import fit_many
 from minitorch_proto.data import load_benchmark
 from minitorch_proto.evaluation.cv import stratified_folds
 from minitorch_proto.outputs import write_atomic
-from script_args import output_file  # this folder is on sys.path
+from script_args import Parser, count, output_file  # this folder is on sys.path
 from minitorch_proto.preprocessing import BagStandardizer
 
 METHODS = ("attention", "gated_attention")
@@ -261,15 +260,15 @@ def run(args) -> tuple[list[dict], dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", nargs="+", default=["musk1", "fox"])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--only-repeats", type=int, nargs="+", default=None,
+    parser.add_argument("--repeats", type=count(1), default=1)
+    parser.add_argument("--only-repeats", type=count(1), nargs="+", default=None,
                         help="run only these repetitions (1-based) of the --repeats x --folds protocol, "
                              "so a long protocol can be run in pieces and merged with --combine")
-    parser.add_argument("--folds", type=int, default=10)
-    parser.add_argument("--epochs", type=int, default=50)
+    parser.add_argument("--folds", type=count(2), default=10)
+    parser.add_argument("--epochs", type=count(1), default=50)
     parser.add_argument("--reseed", action="store_true",
                         help="also refit the package with other seeds: the paired difference between two runs "
                              "of the same implementation (the noise floor)")
@@ -281,8 +280,6 @@ def main() -> None:
     parser.add_argument("--combine", nargs="+", default=None, metavar="RECORDS",
                         help="train nothing: merge --records files and print the summary")
     args = parser.parse_args()
-    if args.epochs < 1 or args.repeats < 1:
-        parser.error("--epochs and --repeats must be >= 1")
     if args.only_repeats and not all(1 <= r <= args.repeats for r in args.only_repeats):
         parser.error(f"--only-repeats must lie in 1..{args.repeats}")
     if args.combine:

@@ -37,7 +37,7 @@ from minitorch_proto.evaluation import EVIDENCE_METHODS, evidence_auc, evidence_
 from minitorch_proto.evaluation.metrics import scores_from_proba
 from minitorch_proto.outputs import write_atomic
 # this folder is on sys.path
-from script_args import Parser, int_list, output_file, seed_option, seed_text, whole_numbers
+from script_args import Parser, digit_list, output_file, seed_option, seed_text, whole_numbers
 
 
 #: The digit-like test of every row: at least MIN_HITS of the evidence prototype's K nearest training digits
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                         "bootstrap interval over the seeds (10,000 draws, seed 0) and exit; fits nothing")
     p.add_argument("--seeds", type=seed_option, default="0-1",
                    help="LO-HI (both included), a list such as 0,3,7, or one seed (default: 0-1)")
-    p.add_argument("--targets", type=int_list, default="9,5", help="target digits (default: 9,5)")
+    p.add_argument("--targets", type=digit_list, default="9,5", help="target digits (default: 9,5)")
     p.add_argument("--models", default="paper,recommended", help="comma-separated, of: " + ", ".join(MODEL_NAMES))
     p.add_argument("--out", type=output_file, default=None,
                    help="write the per-run rows here (CSV); runs already in it are kept")

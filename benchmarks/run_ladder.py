@@ -31,7 +31,7 @@ from minitorch_proto.evaluation.ladder import LADDER_STEPS, NESTED_STEP, ladder_
 from minitorch_proto.outputs import write_atomic, write_together
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from script_args import FIVE, Parser, commit_hash, count, input_file, output_file  # noqa: E402
+from script_args import FIVE, Parser, commit_hash, count, input_file, output_file, seed  # noqa: E402
 
 #: The files of a --nested-from folder this script reads.
 NESTED_FILES = ("results.csv", "best_choices.csv", "timings.csv")
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     p.add_argument("--datasets", nargs="+", default=list(FIVE), choices=FIVE, metavar="NAME",
                    help=f"benchmarks to run ({', '.join(FIVE)}; default: all five, which --freeze requires)")
     p.add_argument("--repeats", type=count(1), default=5, help="repetitions of 10-fold CV (default: 5)")
-    p.add_argument("--seed", type=int, default=0, help="random_state of the folds (default: 0)")
+    p.add_argument("--seed", type=seed, default=0, help="random_state of the folds (default: 0)")
     p.add_argument("--nested-from", default=None, help="--out folder of reproduce --methods prototype-best "
                    "(required by --freeze: the nested rung's rows and its choices come from that one run)")
     p.add_argument("--freeze", action="store_true", help="write the frozen tables (package data)")

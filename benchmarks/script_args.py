@@ -11,13 +11,13 @@ import re
 
 # The package's command line reads counts and prints usage errors this way already: one home for each.
 from minitorch_proto.book.frozen import GIT_HASH
-from minitorch_proto.cli_args import Parser, count
+from minitorch_proto.cli_args import Parser, count, seed
 from minitorch_proto.data.benchmarks import BENCHMARKS
 from minitorch_proto.outputs import check_input_file, check_output_path
 
-__all__ = ["FIVE", "Parser", "commit_hash", "count", "full_run_gap", "input_file", "int_list", "output_file",
-           "output_folder", "probe_arguments", "refuse_nan", "seed_list", "seed_option", "seed_text",
-           "whole_numbers"]
+__all__ = ["FIVE", "Parser", "commit_hash", "count", "count_list", "digit", "digit_list", "full_run_gap",
+           "input_file", "int_list", "output_file", "output_folder", "probe_arguments", "refuse_nan", "seed",
+           "seed_list", "seed_option", "seed_text", "whole_numbers"]
 
 #: The five benchmarks a full run covers, in the paper's order.
 FIVE = tuple(BENCHMARKS)
@@ -70,6 +70,33 @@ def int_list(text: str) -> list[int]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers") from None
     return values
+
+
+def count_list(low: int):
+    """:func:`int_list` of counts, each at least ``low`` (a sweep of sizes or process counts: a 0 would fail
+    deep in a run, or divide by it)."""
+    def parse(text: str) -> list[int]:
+        values = int_list(text)
+        if any(v < low for v in values):
+            raise argparse.ArgumentTypeError(f"{text!r}: every value must be at least {low}")
+        return values
+    return parse
+
+
+def digit(text: str) -> int:
+    """An MNIST digit, 0 to 9 (a target digit; another number fails only after the images are loaded)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a digit from 0 to 9") from None
+    if not 0 <= value <= 9:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a digit from 0 to 9")
+    return value
+
+
+def digit_list(text: str) -> list[int]:
+    """MNIST digits separated by commas (``9,5``): target digits."""
+    return [digit(t) for t in text.split(",")]
 
 
 def whole_numbers(values) -> str:

@@ -10,6 +10,7 @@ script that failed to refuse writes into the copy, never into the package.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -253,3 +254,30 @@ def test_a_stopped_rewrite_leaves_the_earlier_file_whole(ran):
 ])
 def test_usage_errors_end_at_startup_in_one_line(ran, name, words):
     _refused(ran[name], *words)
+
+
+@pytest.mark.parametrize("script, argv, words", [
+    ("pathology_compare", ["--seed", "-1"], ["--seed", "out of range"]),
+    ("run_ladder", ["--seed", "x"], ["--seed", "not a whole number"]),
+    ("bench_recommended_large", ["--seeds", "0"], ["--seeds", "out of range"]),
+    ("bench_misvm", ["--folds", "51"], ["--folds", "at most 50"]),
+    ("crosscheck_torchmil", ["--only-repeats", "0"], ["--only-repeats", "out of range"]),
+    ("mnist_localisation", ["--target", "12"], ["--target", "not a digit"]),
+    ("evidence_auc", ["--targets", "9,10"], ["--targets", "not a digit"]),
+    ("bench_scale", ["--procs", "0,2"], ["--procs", "at least 1"]),
+])
+def test_numeric_options_are_refused_at_startup_in_one_line(monkeypatch, capsys, script, argv, words):
+    # In this process (torch is loaded already): the option is read before any data or model.
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", *argv])
+    try:
+        module = importlib.import_module(script)
+        with pytest.raises(SystemExit) as stop:
+            module.main()
+    finally:
+        for name in (script, "script_args"):
+            sys.modules.pop(name, None)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1, err
+    for word in words:
+        assert word in err[0], err[0]

@@ -258,10 +258,10 @@ def test_compare_script_adds_balanced_accuracy_on_shared_folds(monkeypatch, tmp_
     assert set(last["methods"]) == {"miles", "bag_stats"}
 
 
-def test_the_comparison_table_says_what_each_method_had():
+def test_the_pathology_table_says_what_each_method_had():
     import pandas as pd
 
-    from minitorch_proto.book import comparison_table, method_budget
+    from minitorch_proto.book import method_budget, pathology_table
 
     assert method_budget("prototype-recommended") == ("2-member ensemble, the head's strength and features chosen "
                                                       "on inner folds, the shipped recipe")
@@ -272,7 +272,7 @@ def test_the_comparison_table_says_what_each_method_had():
     assert method_budget("prototype-compat") == "one model, the published code's settings"
     rows = pd.DataFrame({"key": ["miles", "miles"], "auc": [0.8, 0.9], "balanced_accuracy": [0.7, 0.8],
                          "accuracy": [0.7, 0.8], "repeat": [1, 1], "fit_seconds": [1.0, 3.0]})
-    table = comparison_table(rows)
+    table = pathology_table(rows)
     assert table.loc[0, "budget"] == "one model, package defaults" and table.loc[0, "fit s / fold"] == 2.0
 
 

@@ -20,7 +20,7 @@ from ..meta_estimators import proba_in
 from ..methods import display_name, make, resolve
 from ..validation import check_labels
 
-__all__ = ["compare_on_bags", "comparison_table", "method_budget"]
+__all__ = ["compare_on_bags", "method_budget", "pathology_table"]
 
 
 def compare_on_bags(data, folds: Sequence[Fold], keys: Sequence[str], seed: int = 0) -> tuple[pd.DataFrame, dict]:
@@ -81,8 +81,12 @@ def method_budget(key: str, seed: int = 0) -> str:
     return f"{text}, {recipe.get(key, 'package defaults')}"
 
 
-def comparison_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per method, best mean AUC first: AUC, balanced accuracy, accuracy, fit seconds per fold, budget."""
+def pathology_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """The own-data page's table: one row per method, best mean AUC first.
+
+    Columns: AUC, balanced accuracy, accuracy, fit seconds per fold, budget. Not the ranking of
+    the benchmarks (that is :func:`~minitorch_proto.evaluation.report.comparison_table`).
+    """
     out = []
     for key, g in rows.groupby("key", sort=False):
         out.append({"method": display_name(key), "key": key, "AUC": _cell(g["auc"], g["repeat"]),
