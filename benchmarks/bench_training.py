@@ -22,7 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from per_bag_loop import accuracy, train_per_bag  # noqa: E402
-from script_args import Parser, count  # noqa: E402
+from script_args import Parser, count, freeze_commit  # noqa: E402
 
 from minitorch_proto import PrototypeMIL, PrototypeMILConfig, load_benchmark, paper_configs, stratified_folds  # noqa: E402
 from minitorch_proto.evaluation.cv import CVTask, evaluate_tasks  # noqa: E402
@@ -201,16 +201,13 @@ def big_inference(n_instances: int, n_features: int = 512, chunk: int = 65_536) 
     return {"inference_instances_per_s": rate, "inference_s": dt}
 
 
-def freeze_scaling(slopes: dict) -> None:
-    """The scaling plot as the book's figure, with a provenance file naming the command and code version."""
+def freeze_scaling(slopes: dict, commit: str) -> None:
+    """The scaling plot as the book's figure, with a provenance file naming the command and ``commit`` (the code
+    version read before the run)."""
     import datetime
 
-    from minitorch_proto.about import code_version
     from minitorch_proto.outputs import write_together
 
-    commit = code_version()
-    if commit.endswith("+dirty"):
-        sys.exit("error: the code has uncommitted changes; commit, then freeze (the figure names its code version)")
     book = Path(__file__).resolve().parents[1] / "book" / "data"
     record = {"command": "python benchmarks/bench_training.py --scaling-only --freeze", "commit": commit,
               "date": datetime.date.today().isoformat(), "cpu_count": os.cpu_count(), **slopes}
@@ -234,13 +231,15 @@ def main() -> None:
     args = ap.parse_args()
     if args.freeze and (not args.scaling_only or args.quick):
         ap.error("--freeze goes with --scaling-only and full settings")
+    # Now, not at the write: a dirty tree is refused before the work, and no edit made meanwhile is recorded.
+    commit = freeze_commit(ap) if args.freeze else None
     if args.quick:
         args.epochs_compare, args.runs, args.loop_folds = 2, 1, 5
     if args.scaling_only:
         warm_up()
         slopes = scaling(args.quick)
         if args.freeze:
-            freeze_scaling(slopes)
+            freeze_scaling(slopes, commit)
         return
     summary = {"compile_s": warm_up()}
     for name in ("musk1", "musk2"):

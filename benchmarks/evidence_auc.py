@@ -37,7 +37,7 @@ from minitorch_proto.evaluation import EVIDENCE_METHODS, evidence_auc, evidence_
 from minitorch_proto.evaluation.metrics import scores_from_proba
 from minitorch_proto.outputs import write_atomic
 # this folder is on sys.path
-from script_args import Parser, digit_list, output_file, seed_option, seed_text, whole_numbers
+from script_args import Parser, digit_list, freeze_commit, output_file, seed_option, seed_text, whole_numbers
 
 
 #: The digit-like test of every row: at least MIN_HITS of the evidence prototype's K nearest training digits
@@ -154,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [m for m in models if m not in MODEL_NAMES]
     if unknown:  # before the bags are built and the first model fitted
         p.error(f"--models: unknown {unknown}; choose from {sorted(MODEL_NAMES)}")
+    # Now, not at the write: a dirty tree is refused before the work, and no edit made meanwhile is recorded.
+    commit = freeze_commit(p) if args.freeze else None
     torch.set_num_threads(1)
     earlier = pd.read_csv(args.out) if args.out and Path(args.out).exists() else None
     rows = []
@@ -188,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                                  "1-based; for a seed ensemble it indexes member * D + prototype over every "
                                  "member's prototypes, and an instance's evidence score is the mean of the "
                                  "members' scores",
-                     k=K, min_hits=MIN_HITS, **({"note": args.note} if args.note else {}))
+                     k=K, min_hits=MIN_HITS, commit=commit, **({"note": args.note} if args.note else {}))
     pd.set_option("display.width", 200)
     print(table.round(3).to_string(index=False))
     print()

@@ -27,7 +27,7 @@ from minitorch_proto import book
 from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.evaluation.mil_unit_tests import summarize_unit_tests
-from script_args import Parser, output_file, seed_list, seed_text  # this folder is on sys.path
+from script_args import Parser, freeze_commit, output_file, seed_list, seed_text  # this folder is on sys.path
 
 
 @contextlib.contextmanager
@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.freeze and not out.is_file():
         p.error(f"--freeze: --out {out} is no file of collected rows")
     if args.freeze:
+        commit = freeze_commit(p)  # the table names the code it was frozen from, which must be committed
         table = pd.read_csv(out)
         if "code_version" not in table.columns:
             table["code_version"] = "unknown"
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                      description="MIL unit tests (single_concept, multi_concept, false_frequency; 200/200 bags; "
                                  "pass: test accuracy >= 0.75) per model and seed",
                      seeds_per_model={str(k): int(v) for k, v in n.items()},
-                     code_versions={str(k): sorted(map(str, v)) for k, v in versions.items()},
+                     code_versions={str(k): sorted(map(str, v)) for k, v in versions.items()}, commit=commit,
                      **({"note": args.note} if args.note else {}))
         print(summarize_unit_tests(table).round(3).to_string())
         return 0

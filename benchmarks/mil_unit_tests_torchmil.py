@@ -64,7 +64,7 @@ from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.data import SyntheticBags
 from minitorch_proto.evaluation.mil_unit_tests import summarize_unit_tests
-from script_args import Parser, output_file, seed_list, seed_text  # this folder is on sys.path
+from script_args import Parser, freeze_commit, output_file, seed_list, seed_text  # this folder is on sys.path
 
 #: Sizes handed to torchmil (see the module docstring).
 N_FEATURES = 10
@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.freeze and not out.is_file():
         p.error(f"--freeze: --out {out} is no file of collected rows")
     if args.freeze:
+        commit = freeze_commit(p)  # the table names the code it was frozen from, which must be committed
         table = pd.read_csv(out)
         n = table.groupby("model")["seed"].nunique()
         versions = table.fillna({"code_version": "unknown"}).groupby("model")["code_version"].unique()
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
                                             "bags shuffled with numpy.random.default_rng([seed, split])"},
                      torchmil_version=table["torchmil_version"].iloc[0] if "torchmil_version" in table else "unknown",
                      seeds_per_model={str(k): int(v) for k, v in n.items()},
-                     code_versions={str(k): sorted(map(str, v)) for k, v in versions.items()},
+                     code_versions={str(k): sorted(map(str, v)) for k, v in versions.items()}, commit=commit,
                      notes="torchmil is not a project dependency: installed with pip --target beside the venv "
                            "and put on PYTHONPATH; models, settings and pass criterion are those of "
                            "benchmarks/mil_unit_tests_seeds.py (frozen table mil_unit_tests_seeds)"

@@ -34,7 +34,7 @@ from minitorch_proto.book.frozen import write_frozen
 from minitorch_proto.evaluation.explain import instance_distances
 from minitorch_proto.evaluation.metrics import binary_auc
 from minitorch_proto.book import run_mnist_experiment
-from script_args import Parser, digit, seed_list  # this folder is on sys.path
+from script_args import Parser, digit, freeze_commit, seed_list  # this folder is on sys.path
 
 
 def _variant_scores(clf: PrototypeMILClassifier, bag: np.ndarray) -> tuple[np.ndarray, int]:
@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         seeds = seed_list(args.seeds)
     except ValueError as exc:
         p.error(str(exc))
+    # Now, not at the write: a dirty tree is refused before the work, and no edit made meanwhile is recorded.
+    commit = freeze_commit(p) if args.freeze else None
     torch.set_num_threads(1)
     table = pd.DataFrame([row for seed in seeds for row in run(seed, args.target)])
     print(table.groupby("model").mean(numeric_only=True).round(3).to_string())
@@ -105,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         write_frozen(table, "mnist_localisation",
                      command=f"python benchmarks/mnist_localisation.py --seeds {args.seeds} --target {args.target} "
                              "--freeze",
-                     description="MNIST-bags instance-level evidence: monotone prototype variant vs attention MIL")
+                     description="MNIST-bags instance-level evidence: monotone prototype variant vs attention MIL",
+                     commit=commit)
     return 0
 
 

@@ -25,7 +25,7 @@ from minitorch_proto.book import MNIST_TUNING_SEEDS, mnist_inner_validation, mni
     mnist_sweep_verdict
 from minitorch_proto.outputs import write_atomic
 # this folder is on sys.path
-from script_args import Parser, digit_list, output_file, seed_option, seed_text, whole_numbers
+from script_args import Parser, digit_list, freeze_commit, output_file, seed_option, seed_text, whole_numbers
 
 #: Candidate settings of the probes, as overrides of the *previous* defaults (lr_prototypes 1e-3,
 #: 50 epochs, lambda_d 0.1); "chosen" is what became ``MNIST_DEFAULTS``.
@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", type=output_file, help="CSV of finished rows: skipped, and new rows appended")
     parser.add_argument("--freeze", action="store_true", help="write the frozen table mnist_seed_sweep")
     args = parser.parse_args(argv)
+    # Now, not at the write: a dirty tree is refused before the work, and no edit made meanwhile is recorded
+    # (--tune freezes nothing).
+    commit = freeze_commit(parser) if args.freeze and not args.tune else None
     torch.set_num_threads(1)
     if args.tune:
         tune(args.source)
@@ -112,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                             description="MNIST-bags D=2 min pooling, package defaults (chosen on tuning seeds "
                                         f"100-109), seeds {seed_span}, targets {' and '.join(targets.split(','))}, "
                                         f"{images}: evidence prototype's 8 nearest training digits and test AUC "
-                                        "per run")
+                                        "per run",
+                            commit=commit)
         print("frozen:", path.name)
     return 0
 

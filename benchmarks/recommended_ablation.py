@@ -36,7 +36,7 @@ from minitorch_proto import PrototypeMILClassifier, cross_validate, load_benchma
 from minitorch_proto.about import code_version
 from minitorch_proto.meta_estimators import InnerCVSelection
 from minitorch_proto.outputs import write_together
-from script_args import FIVE, Parser, count, full_run_gap, output_folder  # this folder is on sys.path
+from script_args import FIVE, Parser, count, freeze_commit, full_run_gap, output_folder  # this folder is on sys.path
 
 SHIPPED = "shipped recipe"
 #: The recipe every row changes: the round-2 pick, shipped when this table was measured (the frozen table
@@ -101,6 +101,8 @@ def main() -> None:
     unknown = [r for r in args.rows if r not in LABELS]
     if unknown:
         parser.error(f"unknown rows {unknown}; known: {LABELS}")
+    # Read once, before the runs: the code imported now is what runs, whatever is edited or committed meanwhile.
+    version = freeze_commit(parser) if args.freeze else code_version()
     warnings.filterwarnings("ignore")
     out = Path(args.out)
     csv, meta = out / "results.csv", out / "ablation.json"
@@ -119,7 +121,7 @@ def main() -> None:
             t0 = time.perf_counter()
             rows = cross_validate(make_row(label), d.bags, d.y, folds, dataset=name, method=label)
             walls[f"{name}|{label}"] = round(time.perf_counter() - t0, 1)
-            commits[f"{name}|{label}"] = code_version()
+            commits[f"{name}|{label}"] = version
             results = pd.concat([results, rows], ignore_index=True)
             # Written after every (data set, row): a stopped run loses at most one cross-validation.
             write_together({csv: results.to_csv(index=False),
@@ -158,7 +160,7 @@ def main() -> None:
                                  f"{list(FROM_CANDIDATES.values())} fold for fold",
                      recommended=jsonable(ABLATED), rows={k: jsonable(v) for k, v in ROWS.items()},
                      wrapped={k: jsonable(v) for k, v in WRAPPED.items()},
-                     reproduces=FROM_CANDIDATES, wall_seconds=walls, row_commits=commits)
+                     reproduces=FROM_CANDIDATES, wall_seconds=walls, row_commits=commits, commit=version)
         print("frozen table recommended_ablation written")
 
 

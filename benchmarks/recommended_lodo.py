@@ -35,7 +35,7 @@ from minitorch_proto.evaluation import leave_one_dataset_out, summarize
 from minitorch_proto.outputs import write_atomic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from script_args import FIVE, Parser, count, full_run_gap, output_folder  # noqa: E402
+from script_args import FIVE, Parser, count, freeze_commit, full_run_gap, output_folder  # noqa: E402
 
 #: What the candidates override: the recipe of the first round, written before any run (the shipped
 #: RECOMMENDED is whichever candidate wins, so candidates must not be written relative to it).
@@ -161,6 +161,8 @@ def main() -> None:
         parser.error(f"--candidates: unknown {unknown}; known: {list(CANDIDATES)}")
     if args.development not in ("frozen", "none") and not Path(args.development).is_file():
         parser.error(f"--development {args.development}: no such file (or give 'frozen' or 'none')")
+    # Now, not at the write: a dirty tree is refused before the work, and no edit made meanwhile is recorded.
+    commit = freeze_commit(parser) if args.freeze else None
     warnings.filterwarnings("ignore")
     out = Path(args.out)
     frames, walls = [], {}
@@ -249,7 +251,7 @@ def main() -> None:
                      base=jsonable(BASE),
                      candidates=CANDIDATES, round_2=list(ROUND_2), round_3=list(ROUND_3), round_4=list(ROUND_4),
                      round_5=list(ROUND_5), round_6=list(ROUND_6), round_7=list(ROUND_7),
-                     wall_seconds={f"{k[0]}|{k[1]}": round(v, 1) for k, v in walls.items()})
+                     wall_seconds={f"{k[0]}|{k[1]}": round(v, 1) for k, v in walls.items()}, commit=commit)
         print("frozen table recommended_candidates written")
 
 

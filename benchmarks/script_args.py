@@ -10,14 +10,15 @@ import math
 import re
 
 # The package's command line reads counts and prints usage errors this way already: one home for each.
+from minitorch_proto.book import frozen
 from minitorch_proto.book.frozen import GIT_HASH
 from minitorch_proto.cli_args import Parser, count, seed
 from minitorch_proto.data.benchmarks import BENCHMARKS
 from minitorch_proto.outputs import check_input_file, check_output_path
 
-__all__ = ["FIVE", "Parser", "commit_hash", "count", "count_list", "digit", "digit_list", "full_run_gap",
-           "input_file", "int_list", "output_file", "output_folder", "probe_arguments", "refuse_nan", "seed",
-           "seed_list", "seed_option", "seed_text", "whole_numbers"]
+__all__ = ["FIVE", "Parser", "commit_hash", "count", "count_list", "digit", "digit_list", "freeze_commit",
+           "full_run_gap", "input_file", "int_list", "output_file", "output_folder", "probe_arguments", "refuse_nan",
+           "seed", "seed_list", "seed_option", "seed_text", "whole_numbers"]
 
 #: The five benchmarks a full run covers, in the paper's order.
 FIVE = tuple(BENCHMARKS)
@@ -129,6 +130,20 @@ def commit_hash(commit, source: str) -> str:
     if not re.fullmatch(GIT_HASH, str(commit)):
         raise ValueError(f"{source}: the code version must be a plain git commit hash (committed code), got {commit!r}")
     return str(commit)
+
+
+def freeze_commit(parser: argparse.ArgumentParser) -> str:
+    """This checkout's commit, for a freezer to read once right after its options and pass to every
+    ``write_frozen``: read at the end of a long run it would name an edit or a commit made during the run, not
+    the code that ran, and a tree with uncommitted changes would be refused only after all the work.
+
+    A version that is no plain hash (``+dirty``, not a git checkout) ends the script with one line and exit
+    status 2 (``parser.error``)."""
+    try:
+        # Looked up on the module at each call: the reading write_frozen makes, and what tests replace.
+        return commit_hash(frozen.code_version(), "this checkout")
+    except ValueError as exc:
+        parser.error(f"{exc}; commit, then freeze")
 
 
 def full_run_gap(rows, labels, repeats: int = 5, folds: int = 10) -> str | None:

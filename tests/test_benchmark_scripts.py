@@ -1,7 +1,8 @@
 """The benchmark scripts as a user runs them (``python benchmarks/X.py ...``), on tiny inputs made here.
 
-A freezer must refuse incomplete or unscored input, and a bad option must end the script at startup, each with
-one line and exit status 2, before anything is written; a freeze must record what its rows hold.
+A freezer must refuse incomplete or unscored input, and a bad option or uncommitted code must end the script at
+startup, each with one line and exit status 2, before anything is written; a freeze must record what its rows hold
+and the code read at startup.
 
 Every script starts torch (about 6 s), so the module fixture runs all the commands once, two at a time, and
 each test reads its own result. The frozen tables the scripts read and write are copies in a temporary folder:
@@ -37,6 +38,14 @@ if os.environ.get("TEST_FROZEN_DIR"):
     frozen.frozen_dir = lambda: Path(os.environ["TEST_FROZEN_DIR"])
     if os.environ.get("TEST_CODE_VERSION"):  # the checkout's own version may carry "+dirty"
         frozen.code_version = lambda: os.environ["TEST_CODE_VERSION"]
+    if os.environ.get("TEST_CODE_VERSION_AT_WRITE"):  # as if the code were edited or committed during the run
+        write = frozen.write_frozen
+
+        def write_frozen(*args, **kwargs):
+            os.environ["TEST_CODE_VERSION"] = os.environ["TEST_CODE_VERSION_AT_WRITE"]
+            return write(*args, **kwargs)
+
+        frozen.write_frozen = write_frozen
 '''
 
 
@@ -129,15 +138,23 @@ def _cases(root: Path) -> dict[str, tuple[list[str], Path, dict]]:
     folder = case("sweep_rows", "mnist_seed_sweep")
     sweep = frozen.load_frozen("mnist_seed_sweep")
     sweep[(sweep.target == 9) & (sweep.seed <= 1)].to_csv(folder / "sweep.csv", index=False)
+    # The code changes under it by the write (an edit or a commit during the run): the startup commit is recorded.
     cases["sweep_rows"] = (["mnist_seed_sweep.py", "--targets", "9", "--seeds", "0-1", "--resume",
-                            str(folder / "sweep.csv"), "--freeze"], folder, {"TEST_CODE_VERSION": "abc1234"})
+                            str(folder / "sweep.csv"), "--freeze"], folder,
+                           {"TEST_CODE_VERSION": "abc1234", "TEST_CODE_VERSION_AT_WRITE": "def5678"})
 
     # evidence_auc: the frozen rows less one run; the asked run is among them, so nothing is fitted.
     folder = case("evidence_gap", "mnist_evidence")
     evidence = frozen.load_frozen("mnist_evidence")
     evidence.drop(index=evidence.index[-1]).to_csv(folder / "evidence.csv", index=False)
     cases["evidence_gap"] = (["evidence_auc.py", "--seeds", "0", "--targets", "9", "--models", "paper", "--out",
-                              str(folder / "evidence.csv"), "--freeze"], folder, {})
+                              str(folder / "evidence.csv"), "--freeze"], folder, {"TEST_CODE_VERSION": "abc1234"})
+    # evidence_auc from a tree with uncommitted changes, asked for a run its rows lack: refused before that fit.
+    folder = case("evidence_dirty", "mnist_evidence")
+    evidence.to_csv(folder / "evidence.csv", index=False)
+    cases["evidence_dirty"] = (["evidence_auc.py", "--seeds", "10", "--targets", "9", "--models", "paper", "--out",
+                                str(folder / "evidence.csv"), "--freeze"], folder,
+                               {"TEST_CODE_VERSION": "abc1234+dirty"})
 
     # recommended_lodo: every candidate's first repetition only (the ranking needs 5 x 10); lodo.json beside it.
     candidates = frozen.load_frozen("recommended_candidates")
@@ -148,7 +165,7 @@ def _cases(root: Path) -> dict[str, tuple[list[str], Path, dict]]:
         candidates[candidates.repeat == 1].to_csv(folder / "lodo" / "results.csv", index=False)
         (folder / "lodo" / "lodo.json").write_text(lodo_json)
     cases["lodo_partial"] = (["recommended_lodo.py", "--out", str(root / "lodo_partial" / "lodo"), "--candidates",
-                              "--freeze"], root / "lodo_partial", {})
+                              "--freeze"], root / "lodo_partial", {"TEST_CODE_VERSION": "abc1234"})
     # No --freeze: it tabulates and rewrites lodo.json, under a file-size limit that stops the rewrite.
     cases["lodo_stopped"] = (["recommended_lodo.py", "--out", str(root / "lodo_stopped" / "lodo"), "--candidates"],
                              root / "lodo_stopped", {"FILE_LIMIT_KB": "2"})
@@ -234,6 +251,15 @@ def test_a_frozen_sweep_records_the_targets_and_seeds_its_rows_hold(ran):
     assert "seeds 0-1, targets 9," in meta["description"]
 
 
+def test_a_freeze_records_the_commit_read_at_startup(ran):
+    meta = json.loads((ran["sweep_rows"].folder / "frozen" / "mnist_seed_sweep.json").read_text())
+    assert meta["commit"] == "abc1234"  # not "def5678", the code by the time the table was written
+
+
+def test_a_freezer_refuses_uncommitted_code_before_its_work(ran):
+    _refused(ran["evidence_dirty"], "this checkout", "'abc1234+dirty'", "commit, then freeze")
+
+
 def test_evidence_auc_refuses_rows_that_no_single_command_made(ran):
     _refused(ran["evidence_gap"], "lacks 1 of the 40 runs", "recommended target 5 seed 9")
 
@@ -281,3 +307,25 @@ def test_numeric_options_are_refused_at_startup_in_one_line(monkeypatch, capsys,
     assert stop.value.code == 2 and len(err) == 1, err
     for word in words:
         assert word in err[0], err[0]
+
+
+def test_the_scaling_figure_refuses_uncommitted_code_before_timing(monkeypatch, capsys):
+    # In this process: the refusal must come before the timings, which take minutes.
+    def started(*_):
+        raise AssertionError("the timings started before the code version was checked")
+
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    monkeypatch.setattr(sys, "argv", ["bench_training.py", "--scaling-only", "--freeze"])
+    monkeypatch.setattr(frozen, "code_version", lambda: "abc1234+dirty")
+    try:
+        module = importlib.import_module("bench_training")
+        monkeypatch.setattr(module, "warm_up", started)
+        monkeypatch.setattr(module, "scaling", started)
+        with pytest.raises(SystemExit) as stop:
+            module.main()
+    finally:
+        for name in ("bench_training", "per_bag_loop", "script_args"):
+            sys.modules.pop(name, None)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1, err
+    assert "'abc1234+dirty'" in err[0] and "commit, then freeze" in err[0], err[0]
