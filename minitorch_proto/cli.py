@@ -23,7 +23,6 @@ from .cli_inputs import (data_provenance, in_cli_words, load_benchmarks, load_da
                          refuse_overwriting_inputs)
 from .outputs import (check_input_file, check_output_path, check_results_folder, staged_directory, write_atomic,
                       write_together)
-from .utils import resolve_device
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -55,7 +54,8 @@ COMPARE_FILES = ("results.csv", "predictions.csv", "summary.csv", "summary.txt",
 def cmd_reproduce(args) -> int:
     from .evaluation.cv import stratified_folds, summarize
     from .evaluation.report import average_ranks, format_table, table2
-    from .evaluation.reproduction import flags_reach, run_methods
+    from .evaluation.reproduction import PLACEMENT, flags_reach, placement, placement_reach, run_methods
+    from .methods import common_budget_reach
 
     methods = list(args.methods)
     if args.compat == "official" and PROTOTYPE_COMPAT not in methods:
@@ -68,6 +68,13 @@ def cmd_reproduce(args) -> int:
     if given and len(reach) < len(methods):  # run.json records which rows they reached
         print(f"note: {', '.join(given)} reach {', '.join(reach)}; the other rows keep their own settings.",
               file=sys.stderr)
+    if args.budget != "defaults":  # as compare refuses it; here the prototype rows keep their defaults
+        common_budget_reach(methods, args.budget)
+    asked = [o for o in PLACEMENT if getattr(args, o) != "auto"]
+    for option, rows in placement_reach(methods, asked).items():  # run.json records where each row ran
+        if len(rows) < len(methods):
+            print(f"note: --{option} {getattr(args, option)} reaches {', '.join(rows)}; the other rows "
+                  f"{'run on the CPU' if option == 'device' else 'have no such choice'}.", file=sys.stderr)
     out = check_output_path(args.out, "dir")
     check_results_folder(out, "reproduce", REPRODUCE_FILES)
     started = time.perf_counter()
@@ -102,9 +109,10 @@ def cmd_reproduce(args) -> int:
     ran = {m: {d: config_record(*configs(d, m)) for d in data}
            for m in methods if m in (PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE)}
     every_fold = [f for fs in folds.values() for f in fs]
+    where = placement(methods, args.device, args.backend)  # "device": every device a row used; per row: placement
     files["run.json"] = _run_record(args, methods, data, every_fold, time.perf_counter() - started,
-                                    device=str(resolve_device(args.device)), flags_reach=reach if given else [],
-                                    configs=ran)
+                                    device=", ".join(dict.fromkeys(p["device"] for p in where.values())),
+                                    placement=where, flags_reach=reach if given else [], configs=ran)
     # All files or none: a crash while writing leaves the previous run's files as they were.
     with staged_directory(out, "reproduce") as stage:
         for name, content in files.items():
@@ -427,7 +435,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bars or per-method lines")
     p.add_argument("--budget", default="defaults", choices=["defaults", "common", "both"],
                    help="baselines at the package defaults, with the common budget (k=5 seed ensemble + "
-                   "inner 3-fold tuning over 3 candidates), or both rows (default: defaults)")
+                   "inner 3-fold tuning over 3 candidates), or both rows (default: defaults); common and both "
+                   "need a baseline among --methods")
     add_data_args(p, single=False)
     add_model_args(p)
     p.set_defaults(func=cmd_reproduce)

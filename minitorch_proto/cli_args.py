@@ -123,7 +123,8 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--compat", default="none", choices=["none", "official"],
                    help="'official': the published code's behaviour (the book's audit page lists it; in reproduce "
                    "its rows are added beside the paper's); default: the paper")
-    g.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    g.add_argument("--device", default="auto", help="auto, cpu or cuda (reproduce: every row that trains with "
+                   "torch; the scikit-learn baselines run on the CPU)")
     g.add_argument("--backend", default="auto", choices=["auto", "compiled", "tensor"],
                    help="training engine: compiled loops (CPU; the default there) or batched tensors (CPU/CUDA)")
     g.add_argument("--seed", type=seed, default=0, help="seed of the folds and the models (default: 0)")

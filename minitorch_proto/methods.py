@@ -39,6 +39,7 @@ __all__ = [
     "TUNING_MULTIPLIERS",
     "N_SEEDS",
     "INNER_FOLDS",
+    "common_budget_reach",
     "get",
     "make",
     "resolve",
@@ -154,13 +155,35 @@ class Method:
     def common(self, random_state: int = 0, dataset: str | None = None) -> InnerCVSelection:
         """The method under the common budget: grid chosen on inner folds, seed ensemble if stochastic."""
         if not self.grid:
-            raise ValueError(f"{self.key} has no common budget (the baselines have one; the prototype model's tuned "
-                             "rows are methods of their own: prototype-tuned, prototype-best); drop --budget common.")
+            raise ValueError(f"{self.key} has no common budget {_NO_COMMON}; drop --budget common.")
         est = self.build(random_state, dataset)
         prefix = "estimator__" if isinstance(est, StandardizedMIL) else ""
         grid = [{prefix + k: v for k, v in c.items()} for c in self.grid]
         return InnerCVSelection(est, grid, inner_folds=INNER_FOLDS, n_seeds=N_SEEDS if self.stochastic else 1,
                                 random_state=random_state)
+
+
+#: Why a prototype row has no common budget: one wording for ``compare`` (:meth:`Method.common`) and
+#: ``reproduce`` (:func:`common_budget_reach`).
+_NO_COMMON = ("(the baselines have one; the prototype model's tuned rows are methods of their own: prototype-tuned, "
+              "prototype-best)")
+
+
+def common_budget_reach(methods, budget: str = "common") -> list[Method]:
+    """The ``methods`` (keys or labels) that a common budget applies to: those with a grid, the baselines.
+
+    Raises
+    ------
+    ValueError
+        When none has one: ``--budget`` would be recorded and change nothing (``compare``, where
+        every method gets the budget, refuses each method without one, in the same words).
+    """
+    found = [get(m) for m in methods]
+    if not any(m.grid for m in found):
+        names = ", ".join(m.key for m in found)
+        raise ValueError(f"--budget {budget}: {names} {'has' if len(found) == 1 else 'have'} no common budget "
+                         f"{_NO_COMMON}; drop --budget {budget} or add a baseline.")
+    return [m for m in found if m.grid]
 
 
 def _neural_grid() -> tuple[dict, ...]:
@@ -283,9 +306,20 @@ def make(key: str, random_state: int = 0, *, dataset: str | None = None, budget:
         estimator's own ``budget`` parameter, which this keyword would otherwise hide).
     **overrides
         Estimator parameters (``"defaults"`` only).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``key``, a ``budget`` that is none of these (None included), a
+        SearchBudget for another method than ``"prototype-best"``, or overrides with ``"common"``.
     """
+    from .evaluation.tuning import SearchBudget
+
     m = get(key)
-    if not isinstance(budget, str):  # a SearchBudget: the nested search's own parameter
+    if isinstance(budget, SearchBudget):  # the nested search's own parameter
+        if m.key != "prototype-best":  # said here: the estimator would name a parameter the caller never set
+            raise ValueError(f"a SearchBudget is the budget of prototype-best's search; {m.key} takes budget "
+                             "'defaults' or 'common'.")
         return m.build(random_state, dataset, budget=budget, **overrides)
     if budget == "defaults":
         return m.build(random_state, dataset, **overrides)
@@ -293,7 +327,7 @@ def make(key: str, random_state: int = 0, *, dataset: str | None = None, budget:
         if overrides:
             raise ValueError("the common budget takes no parameter overrides.")
         return m.common(random_state, dataset)
-    raise ValueError(f"budget must be 'defaults' or 'common', got {budget!r}.")
+    raise ValueError(f"budget must be 'defaults', 'common' or (prototype-best only) a SearchBudget, got {budget!r}.")
 
 
 def display_name(label: str) -> str:

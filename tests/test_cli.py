@@ -698,3 +698,42 @@ def test_pooling_names_may_have_spaces_after_commas():
 
     args = build_parser().parse_args(["cv", "--csv", "x.csv", "--pooling", "min, max", "--out", "o.csv"])
     assert configs_from(args, "x")[0].pooling == ("min", "max")  # "min, max" had been refused for " max"
+
+
+def test_reproduce_records_where_each_row_ran_and_refuses_options_that_reach_none(tmp_path, monkeypatch, capsys):
+    import minitorch_proto.cli as cli
+
+    monkeypatch.setattr(cli, "load_benchmarks", _toy_benchmarks)
+    argv = ["reproduce", "--datasets", "toy", "--repeats", "1", "--folds", "2", "--quiet"]
+    out = tmp_path / "a"
+    assert main([*argv, "--methods", "prototype,bag_stats", "--epochs", "1", "--device", "cpu", "--backend", "tensor",
+                 "--out", str(out)]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "note: --device cpu reaches prototype; the other rows run on the CPU." in err
+    assert "note: --backend tensor reaches prototype; the other rows have no such choice." in err
+    # run.json had said one device for every row; the scikit-learn row has neither option.
+    record = json.loads((out / "run.json").read_text())
+    assert record["placement"] == {"prototype": {"device": "cpu", "backend": "tensor"},
+                                   "bag_stats": {"device": "cpu", "backend": None}}
+    assert record["device"] == "cpu"
+    # An option that reaches no row is refused before any work, as a model flag is (it had been recorded only).
+    for flags, said in [(["--device", "cpu"], "--device sets only the rows that train with torch"),
+                        (["--backend", "compiled"], "--backend sets only the prototype rows' training engine")]:
+        assert main([*argv, "--methods", "bag_stats,miles", *flags, "--out", str(tmp_path / "b")]) == 2
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1
+        assert not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("budget", ["common", "both"])
+def test_reproduce_refuses_a_common_budget_no_row_takes(budget, tmp_path, monkeypatch, capsys):
+    import minitorch_proto.cli as cli
+
+    monkeypatch.setattr(cli, "load_benchmarks", _toy_benchmarks)
+    # It had run the defaults row and written "budget": "common" into run.json; compare refuses the same.
+    assert main(["reproduce", "--datasets", "toy", "--methods", "prototype,prototype-tuned", "--budget", budget,
+                 "--repeats", "1", "--folds", "2", "--epochs", "1", "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and f"drop --budget {budget} or add a baseline" in err
+    assert "prototype, prototype-tuned have no common budget" in err
+    assert not (tmp_path / "r").exists()

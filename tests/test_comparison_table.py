@@ -157,3 +157,14 @@ def test_summaries_count_only_the_folds_that_have_an_auc():
     expected = np.std([0.8, 0.65], ddof=1) / np.sqrt(2)  # it had divided by sqrt(3), counting the empty repetition
     assert row["auc_se_repeats"] == pytest.approx(expected)
     assert mean_standard_error(res["auc"], res["repeat"]) == pytest.approx(expected)
+
+
+def test_the_common_budget_one_model_rows_are_not_called_deterministic():
+    # MILES's kernel width comes from a seeded sample once a training fold has over 1,000 instances
+    # (4 of the 5 benchmarks): "one seed", not "deterministic". The frozen rows' labels stay as they are.
+    for key in ("miles", "mi_svm", "bag_stats"):
+        line = row_budget(budget_label(key, "common"))
+        assert line == "common budget: inner-CV tuning over a 3-point grid (one model, one seed)", line
+    from minitorch_proto.book.frozen import load_frozen
+
+    assert budget_label("miles", "common") in set(load_frozen("baseline_common_budget")["method"])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -450,3 +451,90 @@ def test_large_seeds_reach_every_member_and_fold_of_the_recommended_model(scaled
     # The members stay two models (a seed clamped into range, not wrapped, would make member 1 member 0 again).
     first, second = (m.prototypes.detach().numpy() for m in est.models_)
     assert len(est.models_) == 2 and not np.array_equal(first, second)
+
+
+def test_make_says_what_budget_must_be():
+    from minitorch_proto.evaluation.tuning import SearchBudget
+
+    # None had reached the estimator's set_params: "Invalid parameter 'budget' for estimator MILES(...)".
+    for key, budget, said in [("miles", None, "budget must be 'defaults', 'common' or (prototype-best only) a "
+                               "SearchBudget, got None"),
+                              ("prototype-best", {"n_candidates": 9}, "budget must be 'defaults', 'common'"),
+                              ("miles", SearchBudget(), "a SearchBudget is the budget of prototype-best's search; "
+                               "miles takes budget 'defaults' or 'common'")]:
+        with pytest.raises(ValueError, match=re.escape(said)) as exc:
+            methods.make(key, budget=budget)
+        assert "\n" not in str(exc.value) and "Invalid parameter" not in str(exc.value)
+
+
+def test_reproduce_places_every_row_that_takes_a_device_or_backend(monkeypatch):
+    """reproduce's --device and --backend reach every row whose estimator has such a parameter, nested or not."""
+    from types import SimpleNamespace
+
+    from minitorch_proto.evaluation import reproduction as R
+    from minitorch_proto.evaluation.cv import RESULT_COLUMNS
+    from minitorch_proto.model import PrototypeMILConfig
+    from minitorch_proto.training import TrainConfig
+
+    seen = {}
+
+    def row(method):
+        return pd.DataFrame([dict(zip(RESULT_COLUMNS, ["toy", method, "final", 1, 1, 0, 1, 1, 1, 1.0, 1.0, 0.0]))])
+
+    def fake_cv(est, *args, method=None, **kwargs):
+        seen[method] = {k: v for k, v in est.get_params(deep=True).items() if k.rsplit("__", 1)[-1] in R.PLACEMENT}
+        return row(method), pd.DataFrame({"x": [0]}), []
+
+    def fake_tasks(tasks, device=None, backend=None, **kwargs):
+        seen[tasks[0].method] = {"device": device, "backend": backend}
+        return row(tasks[0].method), pd.DataFrame({"x": [0]})
+
+    monkeypatch.setattr(R, "cross_validate", fake_cv)
+    monkeypatch.setattr(R, "evaluate_tasks", fake_tasks)
+    bags, y = make_concept_bags(n_bags=12, seed=1)
+    keys = ["prototype", "prototype-tuned", "prototype-best", "prototype-recommended", "attention", "miles"]
+    R.run_methods(keys, {"toy": SimpleNamespace(name="toy", bags=bags, y=y)}, {"toy": stratified_folds(y, 1, 2)},
+                  lambda ds, m: (PrototypeMILConfig(), TrainConfig(), "feature"), budgets=("defaults", "common"),
+                  device="cpu", backend="tensor")
+    # Before: the tuned and recommended rows kept "auto", the nested search "cpu", --backend reached neither.
+    for label, params in seen.items():
+        for name, value in params.items():
+            assert value == {"device": "cpu", "backend": "tensor"}[name.rsplit("__", 1)[-1]], (label, name, value)
+    assert seen["attention (5-seed ensemble, tuned on inner CV)"] == {"estimator__estimator__device": "cpu"}
+    assert seen["miles"] == {} and seen["miles (tuned on inner CV)"] == {}
+    assert R.placement(keys, "cpu", "tensor") == {
+        **{methods.get(k).label: {"device": "cpu", "backend": "tensor"} for k in keys[:4]},
+        "attention": {"device": "cpu", "backend": None}, "miles": {"device": "cpu", "backend": None}}
+
+
+def test_reproduce_without_device_or_backend_leaves_each_rows_own_placement(monkeypatch):
+    """The default "auto" moves nothing: the nested search and the neural baselines keep their CPU default
+    (on a GPU machine "auto" would otherwise have moved them there), and run.json says so."""
+    from types import SimpleNamespace
+
+    from minitorch_proto.evaluation import reproduction as R
+    from minitorch_proto.evaluation.cv import RESULT_COLUMNS
+    from minitorch_proto.model import PrototypeMILConfig
+    from minitorch_proto.training import TrainConfig
+
+    seen = {}
+
+    def fake_cv(est, *args, method=None, **kwargs):
+        seen[method] = {k: v for k, v in est.get_params(deep=True).items() if k.rsplit("__", 1)[-1] in R.PLACEMENT}
+        row = dict(zip(RESULT_COLUMNS, ["toy", method, "final", 1, 1, 0, 1, 1, 1, 1.0, 1.0, 0.0]))
+        return pd.DataFrame([row]), pd.DataFrame({"x": [0]}), []
+
+    monkeypatch.setattr(R, "cross_validate", fake_cv)
+    bags, y = make_concept_bags(n_bags=12, seed=1)
+    keys = ["prototype-best", "attention", "prototype-recommended"]
+    R.run_methods(keys, {"toy": SimpleNamespace(name="toy", bags=bags, y=y)}, {"toy": stratified_folds(y, 1, 2)},
+                  lambda ds, m: (PrototypeMILConfig(), TrainConfig(), "feature"), device="auto", backend="auto")
+    best = methods.get("prototype-best").label
+    assert {v for k, v in seen[best].items() if k.endswith("device")} == {"cpu"}
+    assert set(seen["attention"].values()) == {"cpu"}
+    # Monkeypatched to a GPU machine, the record still names the CPU for the rows that keep it.
+    monkeypatch.setattr("minitorch_proto.utils.resolve_device", lambda d: __import__("torch").device(
+        "cuda" if d == "auto" else d))
+    where = R.placement(keys, "auto", "auto")
+    assert where[best]["device"] == "cpu" and where["attention"]["device"] == "cpu"
+    assert where[methods.get("prototype-recommended").label]["device"] == "cuda"

@@ -1,6 +1,8 @@
 """Nested tuning: inner splits only, the chosen settings reported, repeatable."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -362,3 +364,81 @@ def test_the_ladder_script_freezes_only_the_whole_protocol(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         script.main(["--repeats", "1", "--nested-from", str(tmp_path), "--freeze"])
     assert exit_.value.code == 2 and "--freeze needs the whole protocol, --repeats 5; got 1" in capsys.readouterr().err
+
+
+# A small space (8 points, 2 structures) for searches whose schedule is the point, not the grid.
+TINY_GRID = {"distance": ("euclidean",), "lr_prototypes": (1e-3, 1e-2), "lr_classifier": (1e-3, 1e-2),
+             "init": ("normal",), "pooling": (("min",),), "layer_norm": (True, False), "n_prototypes": (2,)}
+
+
+@pytest.mark.parametrize("backend", ["compiled", "tensor"])
+def test_rungs_of_equal_epochs_carry_on_without_training(monkeypatch, backend):
+    """A small max_epochs rounds two rungs to one epoch count: the survivors carry on, untrained (had crashed)."""
+    budget = SearchBudget(n_candidates=8, factor=2, max_epochs=2, eval_every=1, inner_folds=2, n_seeds=1)
+    assert halving_schedule(budget) == [(8, 1), (4, 1), (2, 2)]
+    bags, y = make_concept_bags(24, seed=1)
+    calls, real = [], tuning.train_batched
+
+    def train(*args, **kwargs):
+        calls.append((args[5].epochs, kwargs.get("resume") is not None))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tuning, "train_batched", train)
+    runs = []
+    for warm in (True, False):
+        calls.clear()
+        runs.append(tuning.search(bags, y, budget, grid=TINY_GRID, backend=backend, warm_start=warm))
+        # Rung 1 trains both structures once; rung 2 trains nothing; rung 3 goes on from rung 1's fits
+        # where the engine can (the compiled one, warm), else from scratch.
+        assert [c for c in calls if c[0] == 1] == [(1, False)] * 2
+        assert {c for c in calls if c[0] != 1} == {(2, warm and backend == "compiled")}
+    for result in runs:
+        first, second, third = result.rungs
+        assert len(first) == 8 and len(second) == 4 and len(third) == 2
+        kept = first.set_index("candidate").loc[second.candidate, ["best_epoch", "inner_score"]]
+        np.testing.assert_array_equal(kept.to_numpy(), second[["best_epoch", "inner_score"]].to_numpy())
+    assert runs[0].chosen == runs[1].chosen and runs[0].inner_score == runs[1].inner_score
+    for a, b in zip(*(r.rungs for r in runs)):
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_the_nested_search_runs_a_budget_of_few_epochs_and_describes_the_grid_it_searched():
+    from minitorch_proto import methods
+
+    bags, y = make_concept_bags(24, seed=2)
+    budget = SearchBudget(n_candidates=8, factor=2, max_epochs=2, eval_every=1, inner_folds=2, n_seeds=1)
+    est = methods.make("prototype-best", 0, budget=budget, grid=TINY_GRID)
+    res, fitted = cross_validate(est, bags, y, stratified_folds(y, 1, 2, random_state=0), return_estimators=True)
+    assert res["accuracy"].between(0, 1).all()
+    assert fitted[0].choices()["budget"].startswith("8 of 8 grid points, successive halving (factor 2: 8 x 1 ep")
+
+
+def test_the_budget_line_counts_the_grid_searched():
+    four = {**TINY_GRID, "layer_norm": (True,), "lr_classifier": (1e-3,), "n_prototypes": (2, 3)}
+    assert SearchBudget().describe().startswith("27 of 1458 grid points, successive halving (factor 3: 27 x 6 ep")
+    # A grid smaller than n_candidates is drawn whole, and the rungs hold what is left of it.
+    line = SearchBudget().describe(four)
+    assert line.startswith("4 of 4 grid points, successive halving (factor 3: 4 x 6 ep, 4 x 17 ep, 3 x 50 ep)"), line
+    assert len(sample_candidates(27, 0, four)) == 4
+    # What a fitted search reports in best_choices.csv: its own grid's size (it had said 1458).
+    bags, y = make_concept_bags(16, seed=3)
+    budget = SearchBudget(n_candidates=4, factor=2, max_epochs=2, eval_every=1, inner_folds=2, n_seeds=1)
+    line = HalvingSearch(budget, grid=TINY_GRID).fit(bags, y).choices()["budget"]
+    assert line.startswith("4 of 8 grid points, successive halving (factor 2: 4 x 1 ep, 2 x 2 ep)"), line
+
+
+@pytest.mark.parametrize("field, value, problem", [
+    ("n_seeds", 2.7, "whole number"), ("inner_folds", 2.5, "whole number"), ("max_epochs", True, "whole number"),
+    ("n_candidates", "9", "whole number"), ("eval_every", None, "whole number"), ("factor", 1, ">= 2"),
+    ("inner_folds", 1, ">= 2"), ("n_seeds", 0, ">= 1"), ("random_state", -1, ">= 0"),
+    ("random_state", 2**32, "<= 4294967295"),
+])
+def test_a_budget_takes_whole_numbers_in_range_only(field, value, problem):
+    with pytest.raises(ValueError, match=rf"^SearchBudget\.{field} must be (a )?{re.escape(problem)}") as exc:
+        SearchBudget(**{field: value})
+    assert "\n" not in str(exc.value)
+    # Whole numbers of other types are kept as ints: the description is the budget that runs.
+    budget = SearchBudget(n_seeds=np.int64(3), n_candidates=9.0)
+    assert type(budget.n_seeds) is int and type(budget.n_candidates) is int and budget == SearchBudget(n_seeds=3,
+                                                                                                       n_candidates=9)
+    assert "9 of 1458 grid points" in budget.describe() and "3-seed ensemble" in budget.describe()

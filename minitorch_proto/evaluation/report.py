@@ -237,7 +237,8 @@ def row_budget(method: str) -> str:
         return "package defaults, one model per fold"
     suffix = suffix.rstrip(")")
     if suffix == "tuned on inner CV":
-        return "common budget: inner-CV tuning over a 3-point grid (deterministic, one model)"
+        # Not "deterministic": MILES's kernel width (from a seeded sample of instances) and solver depend on the seed.
+        return "common budget: inner-CV tuning over a 3-point grid (one model, one seed)"
     if suffix.endswith("-seed ensemble, tuned on inner CV"):
         k = suffix.split("-seed")[0]
         return f"common budget: inner-CV tuning over a 3-point grid + {k}-seed ensemble"

@@ -9,6 +9,7 @@ rows (paper-faithful, the published code's behaviour, the monotone variant) go o
 step further for speed: all data sets' folds train as one batched program
 (:func:`~minitorch_proto.evaluation.cv.evaluate_tasks`, the same models), which also
 gives the published code's test-fold selection as a separately labelled evaluation.
+``--device`` and ``--backend`` reach every row whose estimator takes them (:func:`placement`).
 """
 from __future__ import annotations
 
@@ -29,7 +30,14 @@ from ..methods import (
 )
 from .cv import CVTask, Fold, cross_validate, evaluate_tasks
 
-__all__ = ["FLAGGED_METHODS", "choice_rows", "flags_reach", "run_methods"]
+__all__ = ["FLAGGED_METHODS", "PLACEMENT", "choice_rows", "flags_reach", "placement", "placement_reach",
+           "run_methods"]
+
+#: The rows that train every data set's folds as one batched program (:func:`~.cv.evaluate_tasks`).
+BATCHED_METHODS = (PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE)
+#: The run's options that reach every row whose estimator has a parameter of that name (a meta-estimator's
+#: inner estimator's too): ``--device`` and ``--backend``.
+PLACEMENT = ("device", "backend")
 
 #: The rows that the model flags (``--prototypes``, ``--epochs``, ``--distance``, the rates and the
 #: penalties) reach: Table 1's model and its variants. Baselines and the recommended and ladder-best
@@ -50,6 +58,79 @@ def flags_reach(methods: Sequence[str], given: Sequence[str]) -> list[str]:
         raise ValueError(f"{', '.join(given)} set{'s' if len(given) == 1 else ''} only the paper's prototype rows "
                          f"({', '.join(FLAGGED_METHODS)}), and --methods has none; leave "
                          f"{'it' if len(given) == 1 else 'them'} out or add such a row.")
+    return reach
+
+
+def _takes(method: str) -> tuple[str, ...]:
+    """Which of :data:`PLACEMENT` a row's estimator takes (scikit-learn's estimators take neither)."""
+    entry = get(method)
+    if entry.label in BATCHED_METHODS:
+        return PLACEMENT
+    names = {p.rsplit("__", 1)[-1] for p in make(entry.key).get_params(deep=True)}
+    return tuple(o for o in PLACEMENT if o in names)
+
+
+def _placed(est, **run):
+    """``est`` with every parameter named after a key of ``run`` (nested ones too) set to the run's value.
+
+    ``"auto"`` (the options' default) leaves each estimator's own setting: some train on the CPU on
+    purpose (the nested search's compiled engine, the neural baselines' batch-size-1 loops), and a
+    run that names no device must not move them to a GPU.
+    """
+    run = {k: v for k, v in run.items() if v != "auto"}
+    return est.set_params(**{p: run[p.rsplit("__", 1)[-1]] for p in est.get_params(deep=True)
+                             if p.rsplit("__", 1)[-1] in run})
+
+
+def placement(methods: Sequence[str], device="auto", backend: str = "auto") -> dict[str, dict]:
+    """Where each row trains, for ``run.json`` (:func:`run_methods` places them so).
+
+    Parameters
+    ----------
+    methods : labels or keys of :mod:`minitorch_proto.methods`
+    device, backend : the run's ``--device`` and ``--backend``
+
+    Returns
+    -------
+    dict of str to dict
+        Per results label, ``{"device": ..., "backend": ...}``: ``device`` as resolved for a row
+        whose estimator takes one (with ``"auto"``, the estimator's own setting), else ``"cpu"``
+        (scikit-learn's estimators compute with NumPy); ``backend``, or None for a row that has no
+        choice of engine.
+    """
+    from ..utils import resolve_device
+
+    def own(m: str, option: str, given):
+        if option not in _takes(m):
+            return None
+        if given != "auto" or get(m).label in BATCHED_METHODS:  # the batched rows take the run's value as is
+            return given
+        values = {v for p, v in make(get(m).key).get_params(deep=True).items() if p.rsplit("__", 1)[-1] == option}
+        return values.pop() if len(values) == 1 else given
+
+    out = {}
+    for m in methods:
+        dev = own(m, "device", device)
+        out[get(m).label] = {"device": "cpu" if dev is None else str(resolve_device(dev)),
+                             "backend": own(m, "backend", backend)}
+    return out
+
+
+def placement_reach(methods: Sequence[str], given: Sequence[str]) -> dict[str, list[str]]:
+    """Per option of ``given`` (``"device"``, ``"backend"``): the ``methods`` (results labels) it reaches.
+
+    Raises
+    ------
+    ValueError
+        When an option reaches no row: as the model flags (:func:`flags_reach`), it would be
+        recorded and change nothing.
+    """
+    reach = {o: [get(m).label for m in methods if o in _takes(m)] for o in given}
+    for o, rows in reach.items():
+        if not rows:
+            what = ("the rows that train with torch (prototype and neural)" if o == "device"
+                    else "the prototype rows' training engine")
+            raise ValueError(f"--{o} sets only {what}, and --methods has none; leave it out or add such a row.")
     return reach
 
 
@@ -99,7 +180,8 @@ def run_methods(
     folds : name -> folds of that data set
     configs : ``configs(dataset, method) -> (model_config, train_config, standardization)`` of the
         paper's prototype rows (Table 1 plus the caller's overrides)
-    budgets : for the baselines: "defaults" and/or "common"
+    budgets : for the baselines: "defaults" and/or "common" (refused without a baseline among ``methods``)
+    device, backend : where every row whose estimator takes them trains (:func:`placement`)
 
     Returns
     -------
@@ -110,14 +192,17 @@ def run_methods(
         probabilities, :func:`~minitorch_proto.evaluation.cv.prediction_rows`) and the inner
         choices of tuned rows
     """
+    from ..methods import common_budget_reach
     from .baseline_cv import budget_label
 
+    if any(b != "defaults" for b in budgets):
+        common_budget_reach(methods, "common")
     frames, predictions, timings, files = [], [], [], {}
     for method in methods:
         entry = get(method)
         method = entry.label
         t0 = time.perf_counter()
-        if method in (PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE):
+        if method in BATCHED_METHODS:
             # Every data set's folds in one call: compatible ones train as one batched program.
             tasks = [CVTask(d.name, d.bags, d.y, folds[name], *configs(d.name, method), method,
                             getattr(d, "bag_ids", None)) for name, d in data.items()]
@@ -134,7 +219,8 @@ def run_methods(
                 for name, d in data.items():
                     # The tuned rates start from Table 1 with the caller's overrides (e.g. --epochs).
                     params = _prototype_params(*configs(d.name, PROTOTYPE)) if method == PROTOTYPE_TUNED else {}
-                    est = make(entry.key, seed, dataset=name, budget=budget, **params)
+                    est = _placed(make(entry.key, seed, dataset=name, budget=budget, **params),
+                                  device=device, backend=backend)
                     t1 = time.perf_counter()
                     r, pred, fitted = cross_validate(est, d.bags, d.y, folds[name], dataset=d.name,
                                                      method=label, n_jobs=n_jobs, return_predictions=True,

@@ -15,8 +15,9 @@ being the number of epochs:
    (:class:`sklearn.model_selection.ParameterSampler`), the same draw for every outer
    fold, so the draw cannot depend on data;
 2. rung r trains every surviving candidate on every inner split of the outer training
-   bags for ``max_epochs / factor ** (R - 1 - r)`` epochs and scores it on the inner
-   validation bags every ``eval_every`` epochs (a survivor goes on from where its previous
+   bags for ``max_epochs / factor ** (R - 1 - r)`` epochs (rounded, at least 1; a rung rounded to
+   its predecessor's count trains nothing more) and scores it on the inner validation
+   bags every ``eval_every`` epochs (a survivor goes on from where its previous
    rung stopped: the same model as training it from scratch, without repeating the epochs
    already done; see ``search_many(warm_start=...)``); a candidate's score is its best
    checkpoint's mean inner AUC (early stopping on the inner validation split), and the
@@ -48,7 +49,7 @@ from ..bags import shared_pool
 from ..model import PrototypeMILConfig
 from ..training import TrainConfig
 from ..training.batched import train_batched
-from ..validation import check_codes
+from ..validation import SEED_MAX, check_codes, check_int
 from .cv import stratified_folds
 from .metrics import scores_from_proba
 
@@ -125,16 +126,27 @@ class SearchBudget:
     random_state: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("n_candidates", "factor", "max_epochs", "eval_every", "inner_folds", "n_seeds"):
-            if int(getattr(self, name)) < (2 if name in ("factor", "inner_folds") else 1):
-                raise ValueError(f"{name} is too small: {getattr(self, name)}.")
+        lowest = dict(n_candidates=1, factor=2, max_epochs=1, eval_every=1, inner_folds=2, n_seeds=1, random_state=0)
+        for name, low in lowest.items():
+            # Stored as the int it was checked as: 2.7 seeds would be fitted as 2 and described as 2.7.
+            object.__setattr__(self, name, check_int(f"SearchBudget.{name}", getattr(self, name), low))
+        if self.random_state > SEED_MAX:
+            raise ValueError(f"SearchBudget.random_state must be <= {SEED_MAX}, got {self.random_state}.")
         if self.score not in ("auc", "accuracy"):
-            raise ValueError(f"score must be 'auc' or 'accuracy', got {self.score!r}.")
+            raise ValueError(f"SearchBudget.score must be 'auc' or 'accuracy', got {self.score!r}.")
 
-    def describe(self) -> str:
-        """One line naming the whole budget, for tables and reports."""
-        rungs = ", ".join(f"{n} x {e} ep" for n, e in halving_schedule(self))
-        return (f"{self.n_candidates} of {grid_size()} grid points, successive halving (factor {self.factor}: "
+    def describe(self, grid: dict[str, Sequence] | None = None) -> str:
+        """One line naming the whole budget, for tables and reports.
+
+        Parameters
+        ----------
+        grid : dict of str to sequence, optional
+            The space searched (None: :data:`GRID`). A grid smaller than ``n_candidates`` is
+            drawn whole, and the rungs are counted as they run on it.
+        """
+        drawn = min(self.n_candidates, grid_size(grid))
+        rungs = ", ".join(f"{min(n, drawn)} x {e} ep" for n, e in halving_schedule(self))
+        return (f"{drawn} of {grid_size(grid)} grid points, successive halving (factor {self.factor}: "
                 f"{rungs}) on {self.inner_folds} inner folds, epochs chosen every {self.eval_every} on the inner "
                 f"validation bags, refit as a {self.n_seeds}-seed ensemble")
 
@@ -187,17 +199,9 @@ def sample_candidates(n: int, random_state: int = 0, grid: dict[str, Sequence] |
 
 def halving_schedule(budget: SearchBudget) -> list[tuple[int, int]]:
     """(candidates, epochs) of each rung, e.g. 27 x 6, 9 x 17, 3 x 50 for the default budget."""
-    n, rungs = int(budget.n_candidates), []
-    while True:
-        rungs.append(n)
-        if n <= 1:
-            break
-        nxt = int(np.ceil(n / budget.factor))
-        if nxt == n:
-            break
-        n = nxt
-        if n == 1:
-            break
+    rungs = [budget.n_candidates]
+    while -(-rungs[-1] // budget.factor) > 1:  # the last rung is the one before a single survivor
+        rungs.append(-(-rungs[-1] // budget.factor))
     R = len(rungs)
     epochs = [max(1, int(round(budget.max_epochs / budget.factor ** (R - 1 - r)))) for r in range(R)]
     return list(zip(rungs, epochs))
@@ -291,14 +295,19 @@ def search_many(
     carry: dict[tuple, tuple] = {}  # job -> (fit, index) where it stopped (warm start)
     probas: dict[tuple, dict[int, np.ndarray]] = {}  # job -> checkpoint epoch -> inner validation probabilities
     for rung, (_, epochs) in enumerate(schedule):
-        jobs = [(j, c, k) for j in range(len(train_sets)) for c in alive[j] for k in range(budget.inner_folds)]
         checkpoints = _checkpoints(epochs, budget.eval_every)
-        # score[j][c] = (n_checkpoints,) sum over inner folds
-        score = [{c: np.zeros(len(checkpoints)) for c in alive[j]} for j in range(len(train_sets))]
+        if rung and epochs == schedule[rung - 1][1]:
+            # The survivors need no more epochs (a small max_epochs rounds two rungs alike): they carry on with
+            # the fits and scores they have, on every backend, instead of a 0-epoch resume or a repeated rung.
+            jobs, score = [], [{c: score[j][c] for c in alive[j]} for j in range(len(train_sets))]
+        else:
+            jobs = [(j, c, k) for j in range(len(train_sets)) for c in alive[j] for k in range(budget.inner_folds)]
+            # score[j][c] = (n_checkpoints,) sum over inner folds
+            score = [{c: np.zeros(len(checkpoints)) for c in alive[j]} for j in range(len(train_sets))]
         groups: dict[tuple, list] = {}
         for job in jobs:
             groups.setdefault(pool[job[1]].structure(), []).append(job)
-        next_carry = {}
+        next_carry = {} if jobs else carry
         for key, members in groups.items():
             mconf = pool[members[0][1]].model_config()
             for s in range(0, len(members), models_per_batch):
@@ -602,6 +611,6 @@ class HalvingSearch(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "best_estimator_")
         budget = self.budget or SearchBudget()
         row = {**self.best_params_, "inner_score": self.best_score_, "setting": self.search_.chosen.label(),
-               "budget": budget.describe()}
+               "budget": budget.describe(self.grid)}
         row["pooling"] = "+".join(row["pooling"])
         return row
