@@ -2,16 +2,18 @@
 
 :func:`check_input_file` and :func:`check_output_path` refuse a path that cannot be used, in one
 line, before anything is computed; :func:`write_atomic` writes one file through a temporary file
-and :func:`os.replace` (with the permissions the umask gives a new file); :func:`write_together`
-writes several files that belong together, all or none; :func:`staged_directory` publishes a
-results folder whole, with a manifest (:data:`RUN_MANIFEST`) naming the run's files and the
-command that made them, which :func:`check_results_folder` reads before the next run.
+and :func:`os.replace` (with the permissions of the file it replaces, or those the umask gives a new
+file); :func:`write_together` writes several files that belong together, all or none;
+:func:`staged_directory` publishes a results folder whole, with a manifest (:data:`RUN_MANIFEST`)
+naming the run's files and the command that made them, which :func:`check_results_folder` reads
+before the next run.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
@@ -89,6 +91,28 @@ def _new_file_mode() -> int:
     return 0o666 & ~_umask()
 
 
+def _kept_mode(path: Path) -> int:
+    """The permissions a file written to ``path`` gets: those of the file it replaces, else a new file's.
+
+    As a shell's ``>`` would: a model someone made private (``chmod 600``) stays private when saved again.
+
+    Parameters
+    ----------
+    path : Path
+        The target (a symbolic link already followed).
+
+    Returns
+    -------
+    int
+        Permission bits for :func:`os.chmod`.
+    """
+    try:
+        st = os.stat(path)
+    except OSError:  # nothing there yet (or nothing readable): a new file
+        return _new_file_mode()
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else _new_file_mode()
+
+
 def _nearest_existing(path: Path) -> Path:
     for parent in [path, *path.parents]:
         if parent.exists():
@@ -156,8 +180,10 @@ def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
     """Write ``data`` to ``path`` through a temporary file and :func:`os.replace`.
 
     Readers see the old file or the complete new one, never a part; after a crash
-    at most a hidden ``.part`` file is left beside ``path``. The file gets the
-    permissions the umask gives any new file (``tempfile`` alone would give 0600).
+    at most a hidden ``.part`` file is left beside ``path``. The file keeps the
+    permission bits of the file it replaces; a new file gets those the umask gives
+    any new file (``tempfile`` alone would give 0600). Being a new file, it does not
+    keep the old one's owner or hard links.
 
     Parameters
     ----------
@@ -203,7 +229,8 @@ def _remove_empty(folders: Sequence[Path]) -> None:
 def write_together(files: Mapping[str | os.PathLike, bytes | str]) -> list[Path]:
     """:func:`write_atomic` for several files that belong together: all are written to temporary
     files first, then renamed in one step Ctrl-C cannot split, so a failure leaves none of them
-    (nor the folders it created for them). A path that is a symbolic link writes the file it names."""
+    (nor the folders it created for them). A path that is a symbolic link writes the file it names; each
+    file keeps the permission bits of the file it replaces (a new one gets the umask's)."""
     temps: list[tuple[str, Path]] = []
     made: list[Path] = []
     try:
@@ -221,7 +248,7 @@ def write_together(files: Mapping[str | os.PathLike, bytes | str]) -> list[Path]
                     os.fsync(fh.fileno())
             except OSError as exc:  # a full disk names no file by itself
                 raise OSError(exc.errno, f"could not write {path}: {exc.strerror}") from None
-            os.chmod(tmp, _new_file_mode())
+            os.chmod(tmp, _kept_mode(path))
         if len(temps) > 1:
             from .utils import ctrl_c_deferred  # utils imports torch, which this module leaves to its callers
         with ctrl_c_deferred() if len(temps) > 1 else contextlib.nullcontext():  # one rename is atomic alone

@@ -14,10 +14,11 @@ by accident (a truncated copy, a flipped bit, a hand edit) fails with a one-line
 :class:`ModelFileError` instead of giving quietly different predictions. The
 digest detects damage; it does not prove who made the file: anyone can recompute
 it (:func:`tensor_digest` is public). So the reader also validates the content
-(the estimator's ``load``: header fields and types, finite tensors, shapes that
-agree with the header, two or more distinct classes). A file from someone you do
-not trust is therefore loaded without running code and checked for sense, but it
-can still hold a model that someone made to predict badly.
+(the estimator's ``load``: header fields and types, tensors of the names and dtypes
+its ``save`` writes, finite, with shapes that agree with the header, two or more
+distinct classes kept as written, parameters that agree with the tensors). A file
+from someone you do not trust is therefore loaded without running code and checked
+for sense, but it can still hold a model that someone made to predict badly.
 
 Files written by version 0.1 (``torch.save`` of a dict, "format 1") are read with
 ``torch.load(weights_only=True)`` and an explicit allow-list of the NumPy types
@@ -240,6 +241,10 @@ def _read_header(path: Path, data: bytes, size: int) -> dict:
         raise ModelFileError(
             f"{path} is a safetensors file but not a minitorch_proto model file (no {_METADATA_KEY!r} metadata)."
         )
+    if not isinstance(text, str):
+        # safetensors metadata values are strings; json.loads would raise TypeError on any other JSON value.
+        kind = {dict: "an object", list: "an array", bool: "a boolean"}.get(type(text), "a number")
+        raise _damaged(path, f"its {_METADATA_KEY!r} metadata is {kind}; it must be text, the model header as JSON")
     try:
         header = json.loads(text)
     except (ValueError, RecursionError):

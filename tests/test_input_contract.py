@@ -189,7 +189,8 @@ def test_model_files_are_validated_for_content(saved, case, capsys):
                           r"prototype_sources has shape \(1, 2, 2\) \(not \(1, 3, 2\)\)"),
         "huge header sizes": (lambda t: [t.pop("standardizer/mean"), t.pop("standardizer/scale")],
                               lambda h: {**h, "n_features_in": 30_000, "standardizer": {"mode": "none"},
-                                         "params": {**h["params"], "n_prototypes": 3_000}},
+                                         "params": {**h["params"], "n_prototypes": 3_000,
+                                                    "standardization": "none"}},
                               r"prototypes tensor has shape \(3, 3\), and its header says \(3000, 30000\)"),
         # From the API audit: these loaded, and a later save (or prediction) failed.
         "seeds and members": (None, lambda h: {**h, "params": {**h["params"], "n_seeds": 3}},
@@ -816,3 +817,185 @@ def test_a_failed_rename_keeps_the_old_files_whole(tmp_path, monkeypatch):
         outputs.write_together({f: "NEW" for f in files})
     assert [f.read_text() for f in files] == ["OLD " + f.name for f in files]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([model.name] + [f.name for f in files])
+
+
+# From the second model-files audit: malformed metadata, class and tensor dtypes, parameters that contradict
+# the tensors, and the permissions of a file saved over. Each case had loaded (or failed with a traceback).
+@pytest.mark.parametrize("value", ["object", "number"])
+def test_model_metadata_that_is_not_text_is_a_one_line_error(saved, capsys, value):
+    from minitorch_proto.serialization import is_model_file
+
+    path, _ = saved
+    data = path.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    outer = json.loads(data[8:8 + n])
+    inner = json.loads(outer["__metadata__"]["minitorch_proto"])
+    outer["__metadata__"]["minitorch_proto"] = inner if value == "object" else 5  # safetensors wants text
+    text = json.dumps(outer).encode()
+    path.write_bytes(len(text).to_bytes(8, "little") + text + data[8 + n:])
+    kind = "an object" if value == "object" else "a number"
+    with pytest.raises(ModelFileError, match=f"metadata is {kind}; it must be text"):  # was a TypeError
+        load_model(path)
+    assert not is_model_file(path)
+    data_csv = _csv(path.parent / "d.csv", [f"b{i}" for i in range(6)], [0, 1] * 3)
+    code, _, err = _run(capsys, "predict", "--model", path, "--csv", data_csv)
+    assert code == 2 and len(err.splitlines()) == 1 and str(path) in err and kind in err
+    before = path.read_bytes()
+    code, _, err = _run(capsys, "train", "--csv", data_csv, *FAST, "--out", path)
+    assert code == 2 and "not a model file" in err and path.read_bytes() == before
+
+
+@pytest.mark.parametrize("edit, words", [
+    ({"classes": ["neg", "pos"], "classes_dtype": "<U1"}, r"would read the classes \['neg', 'pos'\] as \['n', 'p'\]"),
+    ({"classes": [0, 300], "classes_dtype": "<i1"}, "cannot hold the classes"),  # an OverflowError traceback
+    ({"classes": [0, 2 ** 70], "classes_dtype": "<i8"}, "cannot hold the classes"),
+    ({"classes": [0, 1], "classes_dtype": "M8[D]"}, "'M8\\[D\\]' is not a label type save writes"),
+    ({"classes": [1.5, 2.5], "classes_dtype": "<i8"}, r"as \[1, 2\]; it must hold them unchanged"),
+    ({"classes": [0, 5], "classes_dtype": "|b1"}, r"as \[False, True\]"),
+    ({"classes": ["neg", "pos"], "classes_dtype": "<U3000000"}, "wider than any label save writes"),  # 24 MB
+], ids=["U1", "int8 overflow", "int64 overflow", "dates", "floats as ints", "ints as booleans", "huge width"])
+def test_a_classes_dtype_that_changes_the_labels_is_refused(saved, capsys, edit, words):
+    path, _ = saved
+    _rewrite(path, edit_header=lambda h: {**h, **edit})
+    with pytest.raises(ModelFileError, match=words) as exc:
+        load_model(path)
+    assert "\n" not in str(exc.value) and str(path) in str(exc.value)
+    code, _, err = _run(capsys, "predict", "--model", path, "--csv", _csv(path.parent / "p.csv", ["a", "b"], [0, 1]))
+    assert code == 2 and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("labels", [[False, True], ["neg", "pos"], np.array(["a", "bc"], dtype=object), [0.0, 1.0],
+                                    np.array([3, 7], dtype=np.uint8), np.array([-1, 1], dtype=">i2")],
+                         ids=["bool", "text", "object", "float", "uint8", "big-endian int16"])
+def test_every_label_type_save_writes_loads_unchanged(saved, labels):
+    from minitorch_proto.serialization import to_jsonable
+
+    path, bags = saved
+    classes = np.asarray(labels)  # as save writes classes_: its values, and its dtype's .str
+    _rewrite(path, edit_header=lambda h: {**h, "classes": to_jsonable(classes), "classes_dtype": classes.dtype.str})
+    clf = load_model(path)
+    assert clf.classes_.dtype == classes.dtype and clf.classes_.tolist() == classes.tolist()
+    assert set(clf.predict(bags).tolist()) <= set(classes.tolist())
+
+
+def _complex_nan(t):
+    p = t["model/prototypes"].to(torch.complex64)
+    p[0, 0] = complex(float("nan"), 0.0)
+    t["model/prototypes"] = p
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda t: t.update({"model/prototypes": t["model/prototypes"].to(torch.int64)}),
+     "tensor 'model/prototypes' has dtype torch.int64, and save writes it as torch.float32"),
+    (lambda t: t.update({"model/weight": t["model/weight"].bool()}), "'model/weight' has dtype torch.bool"),
+    (lambda t: t.update({"model/weight": t["model/weight"].to(torch.uint8)}), "'model/weight' has dtype torch.uint8"),
+    (lambda t: t.update({"model/prototypes": t["model/prototypes"].double()}), "has dtype torch.float64, and save"),
+    (_complex_nan, "'model/prototypes' has dtype torch.complex64"),  # its NaN had passed the finiteness check
+    (lambda t: t.update({"standardizer/scale": t["standardizer/scale"].to(torch.complex64)}),
+     "'standardizer/scale' has dtype torch.complex64, and save writes it as torch.float64"),  # NotImplementedError
+    (lambda t: t.update({"standardizer/mean": t["standardizer/mean"].float()}), "'standardizer/mean' has dtype"),
+    (lambda t: t.update({"prototype_sources": torch.zeros(1, 3, 2)}),
+     "'prototype_sources' has dtype torch.float32, and save writes it as torch.int64"),
+], ids=["int64", "bool", "uint8", "float64", "complex nan", "complex scale", "float32 mean", "float sources"])
+def test_a_tensor_of_another_dtype_than_save_writes_is_refused(saved, capsys, edit, words):
+    path, _ = saved
+    _rewrite(path, edit_tensors=edit)
+    with pytest.raises(ModelFileError, match=words) as exc:
+        load_model(path)
+    assert "\n" not in str(exc.value) and str(path) in str(exc.value)
+    code, _, err = _run(capsys, "predict", "--model", path, "--csv", _csv(path.parent / "p.csv", ["a", "b"], [0, 1]))
+    assert code == 2 and len(err.splitlines()) == 1 and str(path) in err
+
+
+def _params(**changes):
+    return lambda h: {**h, "params": {k: v for k, v in {**h["params"], **changes}.items() if v != "DROP"}}
+
+
+@pytest.mark.parametrize("edit_tensors, edit_header, words", [
+    (None, _params(distance="DROP"), r"params lack \['distance'\], which decide its predictions"),
+    (None, _params(pooling="DROP", layer_norm_eps="DROP"), r"params lack \['pooling', 'layer_norm_eps'\]"),
+    (None, _params(monotone="DROP"), r"params lack \['monotone'\]"),  # layer_norm=None leaves it to monotone
+    (None, _params(standardization="none"), "params.standardization is 'none' but its standardizer is 'feature'"),
+    (None, _params(head_similarity=True), "params.head_similarity is True but 'model' lacks the similarity block"),
+    (lambda t: t.update({"model/similarity_sigma2": torch.tensor(1.0)}), None,
+     "params.head_similarity is False but 'model' has the similarity block"),
+    (None, _params(device="bogus"), "device 'bogus' is not one fit takes"),
+    (None, _params(device=3), "device 3 is not one fit takes"),
+    (None, _params(backend="bogus"), "backend must be 'auto', 'compiled' or 'tensor', got 'bogus'"),
+    (None, _params(autocast="bogus"), "autocast must be None or 'bf16', got 'bogus'"),
+    (None, _params(random_state="x"), "random_state must be None or an int from 0 to 2\\*\\*63 - 1, got 'x'"),
+    (None, _params(random_state=-1), "random_state must be None or an int"),
+    (None, lambda h: {**h, "history": "x"}, "history must be a list of per-epoch records"),
+    (lambda t: t.update({"junk": torch.zeros(2)}), None,
+     r"written by a newer version or another program \(unknown tensors \['junk'\]\)"),
+    (lambda t: t.update({"model/extra": torch.zeros(2)}), None, r"unknown tensors \['model/extra'\]"),
+], ids=["no distance", "no pooling", "no monotone", "standardization", "similarity param", "similarity tensor",
+        "device", "device number", "backend", "autocast", "random_state text", "random_state negative", "history",
+        "junk tensor", "module tensor"])
+def test_parameters_must_state_the_model_and_fit_settings_must_be_fittable(saved, capsys, edit_tensors, edit_header,
+                                                                            words):
+    path, _ = saved
+    _rewrite(path, edit_tensors, edit_header)
+    with pytest.raises(ModelFileError, match=words) as exc:
+        load_model(path)
+    assert "\n" not in str(exc.value) and str(path) in str(exc.value)
+    code, _, err = _run(capsys, "predict", "--model", path, "--csv", _csv(path.parent / "p.csv", ["a", "b"], [0, 1]))
+    assert code == 2 and len(err.splitlines()) == 1
+
+
+def test_files_save_writes_still_load_and_refit(tmp_path):
+    from sklearn.base import clone
+
+    bags, y = make_concept_bags(n_bags=12, n_features=3)
+    # Every tensor save writes: two members, their similarity blocks, the pushed prototypes' sources.
+    clf = PrototypeMILClassifier(epochs=1, n_prototypes=3, n_seeds=2, push=True, head="logistic",
+                                 head_similarity=True, standardization="instance", device="cpu").fit(bags, y)
+    loaded = load_model(clf.save(tmp_path / "m.safetensors"))
+    np.testing.assert_array_equal(loaded.predict_proba(bags), clf.predict_proba(bags))
+    np.testing.assert_array_equal(clone(loaded).fit(bags, y).predict_proba(bags), clf.predict_proba(bags))
+    one = PrototypeMILClassifier(epochs=1, n_prototypes=3, device="cpu").fit(bags, y)
+    path = one.save(tmp_path / "one.safetensors")
+    for device in ("cuda", "None"):  # a GPU-trained model loads on the CPU; "None" is how save once wrote None
+        _rewrite(path, edit_header=_params(device=device))
+        np.testing.assert_array_equal(load_model(path).predict_proba(bags), one.predict_proba(bags))
+
+
+def test_save_refuses_settings_the_file_could_not_load_with(tmp_path):
+    bags, y = make_concept_bags(n_bags=12, n_features=3)
+    clf = PrototypeMILClassifier(epochs=1, n_prototypes=3, device="cpu").fit(bags, y)
+    for change, words in (({"standardization": "none"}, r"set_params changed standardization \('feature' when"),
+                          ({"backend": "bogus"}, "backend must be 'auto', 'compiled' or 'tensor'"),
+                          ({"random_state": -3}, "random_state must be None or an int")):
+        old = {k: clf.get_params()[k] for k in change}
+        clf.set_params(**change)
+        with pytest.raises(ValueError, match=words):
+            clf.save(tmp_path / "x.safetensors")
+        assert not (tmp_path / "x.safetensors").exists()
+        clf.set_params(**old)
+    clf.model_.double()  # load reads float32 modules only: the file would not load
+    with pytest.raises(ValueError, match=r"must be float32 to be saved, as fit leaves them; model/prototypes \(torch"):
+        clf.save(tmp_path / "x.safetensors")
+    clf.model_.float()
+    assert load_model(clf.save(tmp_path / "x.safetensors")).standardization == "feature"
+
+
+def test_saving_over_a_file_keeps_its_permission_bits(saved, tmp_path):
+    from minitorch_proto.outputs import write_atomic, write_together
+
+    path, _ = saved
+    clf = load_model(path)
+    os.chmod(path, 0o600)  # a model someone made private
+    clf.save(path)
+    assert path.stat().st_mode & 0o7777 == 0o600  # had become 0o644
+    mask = os.umask(0o022)
+    os.umask(mask)
+    fresh = clf.save(tmp_path / "new.safetensors")
+    assert fresh.stat().st_mode & 0o7777 == 0o666 & ~mask
+    table, notes = tmp_path / "t.csv", tmp_path / "n.txt"
+    table.write_text("old\n")
+    os.chmod(table, 0o640)
+    write_atomic(table, "new\n")
+    assert table.stat().st_mode & 0o7777 == 0o640 and table.read_text() == "new\n"
+    os.chmod(table, 0o604)
+    write_together({table: "a\n", notes: "b\n"})
+    assert table.stat().st_mode & 0o7777 == 0o604 and notes.stat().st_mode & 0o7777 == 0o666 & ~mask
