@@ -109,7 +109,7 @@ def cmd_reproduce(args) -> int:
     ran = {m: {d: config_record(*configs(d, m)) for d in data}
            for m in methods if m in (PROTOTYPE, PROTOTYPE_COMPAT, PROTOTYPE_MONOTONE)}
     every_fold = [f for fs in folds.values() for f in fs]
-    where = placement(methods, args.device, args.backend)  # "device": every device a row used; per row: placement
+    where = placement(methods, args.device, args.backend, budgets)  # "device": every device a row used; per row: placement
     files["run.json"] = _run_record(args, methods, data, every_fold, time.perf_counter() - started,
                                     device=", ".join(dict.fromkeys(p["device"] for p in where.values())),
                                     placement=where, flags_reach=reach if given else [], configs=ran)

@@ -285,8 +285,9 @@ def check_model_content(path, h: dict, tensors: dict) -> None:
 # parameters may be absent, as in files written before they existed: their defaults are what those files
 # meant, and those that shape the model are checked against its tensors (head_similarity) or its other
 # parameters (monotone, when layer_norm=None leaves layer normalisation to it).
-_PREDICTION_PARAMS = ("n_prototypes", "distance", "pooling", "layer_norm", "layer_norm_eps", "bias",
-                      "standardization")
+# layer_norm_eps is not among them: savers before it became a parameter (format 2 until 9671866, and
+# every 0.1 file) did not write it, and its default, 1e-6, is the value those models used.
+_PREDICTION_PARAMS = ("n_prototypes", "distance", "pooling", "layer_norm", "bias", "standardization")
 # One module's tensors, as its state_dict names them (similarity_sigma2 only with head_similarity=True).
 _MODULE_TENSORS = ("prototypes", "weight", "bias", "similarity_sigma2")
 _MODULE_NAME = re.compile(r"(model|member([1-9][0-9]*))/(" + "|".join(_MODULE_TENSORS) + ")")

@@ -347,8 +347,8 @@ def staged_directory(out: str | os.PathLike, command: str | None = None) -> Iter
         yield stage
         mode = _new_file_mode()
         for f in stage.rglob("*"):
-            if f.is_file():
-                os.chmod(f, mode)
+            if f.is_file():  # as write_together: a file replaced in out keeps its permissions
+                os.chmod(f, _kept_mode(out / f.relative_to(stage)))
         written = sorted(str(f.relative_to(stage)) for f in stage.rglob("*") if f.is_file())
         (stage / RUN_MANIFEST).write_text((f"# command: {command}\n" if command else "") + "\n".join(written) + "\n")
         os.chmod(stage / RUN_MANIFEST, mode)

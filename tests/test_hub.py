@@ -538,3 +538,14 @@ def test_reproduce_without_device_or_backend_leaves_each_rows_own_placement(monk
     where = R.placement(keys, "auto", "auto")
     assert where[best]["device"] == "cpu" and where["attention"]["device"] == "cpu"
     assert where[methods.get("prototype-recommended").label]["device"] == "cuda"
+
+
+def test_run_record_places_each_budgets_rows_under_their_own_labels():
+    from minitorch_proto.evaluation import reproduction as R
+    from minitorch_proto.evaluation.baseline_cv import budget_label
+
+    where = R.placement(["attention", "miles", "prototype"], "cpu", "auto", budgets=("defaults", "common"))
+    # The common budget's rows are results rows of their own: run.json had named only the defaults' labels.
+    assert set(where) == {"attention", budget_label("attention", "common"), "miles", budget_label("miles", "common"),
+                          methods.get("prototype").label}
+    assert where[budget_label("attention", "common")] == where["attention"] == {"device": "cpu", "backend": None}

@@ -913,7 +913,7 @@ def _params(**changes):
 
 @pytest.mark.parametrize("edit_tensors, edit_header, words", [
     (None, _params(distance="DROP"), r"params lack \['distance'\], which decide its predictions"),
-    (None, _params(pooling="DROP", layer_norm_eps="DROP"), r"params lack \['pooling', 'layer_norm_eps'\]"),
+    (None, _params(pooling="DROP"), r"params lack \['pooling'\]"),
     (None, _params(monotone="DROP"), r"params lack \['monotone'\]"),  # layer_norm=None leaves it to monotone
     (None, _params(standardization="none"), "params.standardization is 'none' but its standardizer is 'feature'"),
     (None, _params(head_similarity=True), "params.head_similarity is True but 'model' lacks the similarity block"),
@@ -960,6 +960,25 @@ def test_files_save_writes_still_load_and_refit(tmp_path):
         np.testing.assert_array_equal(load_model(path).predict_proba(bags), one.predict_proba(bags))
 
 
+@pytest.mark.parametrize("name", ["model_21e2568.safetensors", "model_4d483af.pt"])
+def test_files_earlier_versions_saved_still_load_and_predict_as_they_did(name):
+    """Files written by the package's own save at older commits (tests/data: the file, and beside it the
+    probabilities the old code predicted): before layer_norm_eps was a parameter, a format-2 file and every
+    0.1 file lack it, and its default is the value those models used."""
+    import json
+    import warnings
+
+    path = Path(__file__).parent / "data" / name
+    made = json.loads(path.with_name(name + ".json").read_text())
+    rng = np.random.default_rng(0)  # the bags the old code predicted (benchmarks-free: made here as it made them)
+    bags = [rng.normal(size=(3, 4)).astype(np.float32) for _ in range(8)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a 0.1 file is loaded with a warning to save it again
+        loaded = load_model(path)
+    # Float noise only (the old code returned float32 probabilities): another model would differ by far more.
+    np.testing.assert_allclose(loaded.predict_proba(bags), made["predict_proba"], rtol=0, atol=1e-6)
+
+
 def test_save_refuses_settings_the_file_could_not_load_with(tmp_path):
     bags, y = make_concept_bags(n_bags=12, n_features=3)
     clf = PrototypeMILClassifier(epochs=1, n_prototypes=3, device="cpu").fit(bags, y)
@@ -999,3 +1018,16 @@ def test_saving_over_a_file_keeps_its_permission_bits(saved, tmp_path):
     os.chmod(table, 0o604)
     write_together({table: "a\n", notes: "b\n"})
     assert table.stat().st_mode & 0o7777 == 0o604 and notes.stat().st_mode & 0o7777 == 0o666 & ~mask
+    # A results folder written again (reproduce, compare --out): a replaced file keeps its bits too.
+    from minitorch_proto.outputs import staged_directory
+
+    out = tmp_path / "run"
+    for content in ("first\n", "second\n"):
+        with staged_directory(out, "test") as stage:
+            (stage / "results.csv").write_text(content)
+            (stage / "new.txt").write_text(content)
+        if content == "first\n":
+            os.chmod(out / "results.csv", 0o600)
+            (out / "new.txt").unlink()
+    assert (out / "results.csv").read_text() == "second\n" and (out / "results.csv").stat().st_mode & 0o7777 == 0o600
+    assert (out / "new.txt").stat().st_mode & 0o7777 == 0o666 & ~mask

@@ -442,3 +442,14 @@ def test_a_budget_takes_whole_numbers_in_range_only(field, value, problem):
     assert type(budget.n_seeds) is int and type(budget.n_candidates) is int and budget == SearchBudget(n_seeds=3,
                                                                                                        n_candidates=9)
     assert "9 of 1458 grid points" in budget.describe() and "3-seed ensemble" in budget.describe()
+
+
+def test_a_budget_takes_no_seed_or_a_random_state_as_scikit_learn_does():
+    from minitorch_proto.methods import make
+
+    # make("prototype-best", random_state=None) passes None on; it had been refused, naming a field never set.
+    assert make("prototype-best", random_state=None).budget.random_state is None
+    state = np.random.RandomState(3)
+    assert SearchBudget(random_state=state).random_state is state
+    with pytest.raises(ValueError, match="SearchBudget.random_state"):
+        SearchBudget(random_state="3")

@@ -82,13 +82,16 @@ def _placed(est, **run):
                              if p.rsplit("__", 1)[-1] in run})
 
 
-def placement(methods: Sequence[str], device="auto", backend: str = "auto") -> dict[str, dict]:
+def placement(methods: Sequence[str], device="auto", backend: str = "auto",
+              budgets: Sequence[str] = ("defaults",)) -> dict[str, dict]:
     """Where each row trains, for ``run.json`` (:func:`run_methods` places them so).
 
     Parameters
     ----------
     methods : labels or keys of :mod:`minitorch_proto.methods`
     device, backend : the run's ``--device`` and ``--backend``
+    budgets : the baselines' budgets of the run; each budget's rows (their own results labels) are
+        placed as the estimator they wrap
 
     Returns
     -------
@@ -108,11 +111,14 @@ def placement(methods: Sequence[str], device="auto", backend: str = "auto") -> d
         values = {v for p, v in make(get(m).key).get_params(deep=True).items() if p.rsplit("__", 1)[-1] == option}
         return values.pop() if len(values) == 1 else given
 
+    from .baseline_cv import budget_label
+
     out = {}
     for m in methods:
-        dev = own(m, "device", device)
-        out[get(m).label] = {"device": "cpu" if dev is None else str(resolve_device(dev)),
-                             "backend": own(m, "backend", backend)}
+        dev, entry = own(m, "device", device), get(m)
+        where = {"device": "cpu" if dev is None else str(resolve_device(dev)), "backend": own(m, "backend", backend)}
+        for label in ([budget_label(entry.key, b) for b in budgets] if entry.family == "baseline" else [entry.label]):
+            out[label] = dict(where)
     return out
 
 

@@ -127,10 +127,13 @@ class SearchBudget:
 
     def __post_init__(self) -> None:
         lowest = dict(n_candidates=1, factor=2, max_epochs=1, eval_every=1, inner_folds=2, n_seeds=1, random_state=0)
+        # None or a RandomState, as scikit-learn takes them (make("prototype-best", random_state=None) passes it on).
+        if self.random_state is None or isinstance(self.random_state, np.random.RandomState):
+            del lowest["random_state"]
         for name, low in lowest.items():
             # Stored as the int it was checked as: 2.7 seeds would be fitted as 2 and described as 2.7.
             object.__setattr__(self, name, check_int(f"SearchBudget.{name}", getattr(self, name), low))
-        if self.random_state > SEED_MAX:
+        if "random_state" in lowest and self.random_state > SEED_MAX:
             raise ValueError(f"SearchBudget.random_state must be <= {SEED_MAX}, got {self.random_state}.")
         if self.score not in ("auc", "accuracy"):
             raise ValueError(f"SearchBudget.score must be 'auc' or 'accuracy', got {self.score!r}.")
