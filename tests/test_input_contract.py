@@ -77,6 +77,15 @@ def test_values_float32_cannot_hold_are_refused_in_one_line(tmp_path, capsys, st
         PrototypeMILClassifier(epochs=1).fit(bags, y)
 
 
+def test_a_classic_mil_csv_names_the_row_and_column_of_a_value_float32_cannot_hold(tmp_path):
+    from minitorch_proto.data.readers import read_mil_csv
+
+    path = tmp_path / "classic.csv"
+    path.write_text("0,1,1.0,2.0\n1,2,3.0,2.0\n1,2,3.0,-1e39\n0,3,1.0,1.0\n")
+    with pytest.raises(ValueError, match=r"classic\.csv: the value -1e\+39 in row 3, column 4 is beyond float32's"):
+        read_mil_csv(path)  # it had named "bags[1]" and "instance 1", positions the file does not show
+
+
 def test_large_values_float32_holds_still_train(tmp_path, capsys):
     ids = [f"b{i}" for i in range(8)]
     path = _csv(tmp_path / "big.csv", ids, [i % 2 for i in range(8)], values={(5, "f1"): 1e30})

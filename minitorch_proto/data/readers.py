@@ -179,6 +179,12 @@ def read_mil_csv(path: str | os.PathLike, name: str | None = None) -> BagDataset
         raise ValueError(
             f"{path}: missing or non-finite value in row {row + 1}, column {col + 1}."
         )
+    # Checked here, where the file's row and column are known (the models' own check names a bag and instance).
+    huge = np.abs(values[:, 2:]) > np.finfo(np.float32).max
+    if huge.any():
+        row, col = np.argwhere(huge)[0]
+        raise ValueError(f"{path}: the value {float(values[row, col + 2])!r} in row {row + 1}, column {col + 3} is "
+                         "beyond float32's range (|x| > 3.4e38); rescale the features.")
     raw_ids = values[:, 1]
     if np.any(raw_ids != np.round(raw_ids)):
         raise ValueError(f"{path}: the bag ids in column 2 must be integers.")
