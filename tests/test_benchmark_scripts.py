@@ -294,15 +294,7 @@ def test_usage_errors_end_at_startup_in_one_line(ran, name, words):
 ])
 def test_numeric_options_are_refused_at_startup_in_one_line(monkeypatch, capsys, script, argv, words):
     # In this process (torch is loaded already): the option is read before any data or model.
-    monkeypatch.syspath_prepend(str(SCRIPTS))
-    monkeypatch.setattr(sys, "argv", [f"{script}.py", *argv])
-    try:
-        module = importlib.import_module(script)
-        with pytest.raises(SystemExit) as stop:
-            module.main()
-    finally:
-        for name in (script, "script_args"):
-            sys.modules.pop(name, None)
+    stop = _stopped_in_process(monkeypatch, script, argv)
     err = capsys.readouterr().err.strip().splitlines()
     assert stop.value.code == 2 and len(err) == 1, err
     for word in words:
@@ -314,18 +306,26 @@ def test_the_scaling_figure_refuses_uncommitted_code_before_timing(monkeypatch, 
     def started(*_):
         raise AssertionError("the timings started before the code version was checked")
 
-    monkeypatch.syspath_prepend(str(SCRIPTS))
-    monkeypatch.setattr(sys, "argv", ["bench_training.py", "--scaling-only", "--freeze"])
     monkeypatch.setattr(frozen, "code_version", lambda: "abc1234+dirty")
-    try:
-        module = importlib.import_module("bench_training")
-        monkeypatch.setattr(module, "warm_up", started)
-        monkeypatch.setattr(module, "scaling", started)
-        with pytest.raises(SystemExit) as stop:
-            module.main()
-    finally:
-        for name in ("bench_training", "per_bag_loop", "script_args"):
-            sys.modules.pop(name, None)
+    stop = _stopped_in_process(monkeypatch, "bench_training", ["--scaling-only", "--freeze"],
+                               warm_up=started, scaling=started)
     err = capsys.readouterr().err.strip().splitlines()
     assert stop.value.code == 2 and len(err) == 1, err
     assert "'abc1234+dirty'" in err[0] and "commit, then freeze" in err[0], err[0]
+
+
+def _stopped_in_process(monkeypatch, script: str, argv: list[str], **replace) -> pytest.ExceptionInfo:
+    """``benchmarks/<script>.py``'s main run in this process with ``argv`` (its module's ``replace`` names set
+    first), which must stop with SystemExit; the scripts' modules are forgotten afterwards."""
+    monkeypatch.syspath_prepend(str(SCRIPTS))
+    monkeypatch.setattr(sys, "argv", [f"{script}.py", *argv])
+    try:
+        module = importlib.import_module(script)
+        for name, value in replace.items():
+            monkeypatch.setattr(module, name, value)
+        with pytest.raises(SystemExit) as stop:
+            module.main()
+    finally:
+        for name in (script, "per_bag_loop", "script_args"):
+            sys.modules.pop(name, None)
+    return stop

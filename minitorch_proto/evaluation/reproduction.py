@@ -61,13 +61,23 @@ def flags_reach(methods: Sequence[str], given: Sequence[str]) -> list[str]:
     return reach
 
 
-def _takes(method: str) -> tuple[str, ...]:
-    """Which of :data:`PLACEMENT` a row's estimator takes (scikit-learn's estimators take neither)."""
+def _own_placement(method: str) -> dict[str, object]:
+    """The options of :data:`PLACEMENT` a row's estimator takes, each with its own setting (scikit-learn's
+    estimators take neither; the batched rows take the run's value as is, so theirs is ``"auto"``; so is one
+    whose nested estimators disagree)."""
     entry = get(method)
     if entry.label in BATCHED_METHODS:
-        return PLACEMENT
-    names = {p.rsplit("__", 1)[-1] for p in make(entry.key).get_params(deep=True)}
-    return tuple(o for o in PLACEMENT if o in names)
+        return dict.fromkeys(PLACEMENT, "auto")
+    values: dict[str, set] = {}
+    for p, v in make(entry.key).get_params(deep=True).items():
+        if p.rsplit("__", 1)[-1] in PLACEMENT:
+            values.setdefault(p.rsplit("__", 1)[-1], set()).add(v)
+    return {o: vs.pop() if len(vs) == 1 else "auto" for o, vs in values.items()}
+
+
+def _takes(method: str) -> tuple[str, ...]:
+    """Which of :data:`PLACEMENT` a row's estimator takes."""
+    return tuple(o for o in PLACEMENT if o in _own_placement(method))
 
 
 def _placed(est, **run):
@@ -102,21 +112,14 @@ def placement(methods: Sequence[str], device="auto", backend: str = "auto",
         choice of engine.
     """
     from ..utils import resolve_device
-
-    def own(m: str, option: str, given):
-        if option not in _takes(m):
-            return None
-        if given != "auto" or get(m).label in BATCHED_METHODS:  # the batched rows take the run's value as is
-            return given
-        values = {v for p, v in make(get(m).key).get_params(deep=True).items() if p.rsplit("__", 1)[-1] == option}
-        return values.pop() if len(values) == 1 else given
-
     from .baseline_cv import budget_label
 
     out = {}
     for m in methods:
-        dev, entry = own(m, "device", device), get(m)
-        where = {"device": "cpu" if dev is None else str(resolve_device(dev)), "backend": own(m, "backend", backend)}
+        entry, own = get(m), _own_placement(m)  # "auto" leaves each option at the estimator's own setting
+        dev, eng = ((given if given != "auto" else own[o]) if o in own else None
+                    for o, given in (("device", device), ("backend", backend)))
+        where = {"device": "cpu" if dev is None else str(resolve_device(dev)), "backend": eng}
         for label in ([budget_label(entry.key, b) for b in budgets] if entry.family == "baseline" else [entry.label]):
             out[label] = dict(where)
     return out
