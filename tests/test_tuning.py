@@ -416,15 +416,27 @@ def test_the_nested_search_runs_a_budget_of_few_epochs_and_describes_the_grid_it
 def test_the_budget_line_counts_the_grid_searched():
     four = {**TINY_GRID, "layer_norm": (True,), "lr_classifier": (1e-3,), "n_prototypes": (2, 3)}
     assert SearchBudget().describe().startswith("27 of 1458 grid points, successive halving (factor 3: 27 x 6 ep")
-    # A grid smaller than n_candidates is drawn whole, and the rungs hold what is left of it.
+    # A grid smaller than n_candidates is drawn whole, and the rungs are sized from the points it has.
     line = SearchBudget().describe(four)
-    assert line.startswith("4 of 4 grid points, successive halving (factor 3: 4 x 6 ep, 4 x 17 ep, 3 x 50 ep)"), line
+    assert line.startswith("4 of 4 grid points, successive halving (factor 3: 4 x 17 ep, 2 x 50 ep)"), line
     assert len(sample_candidates(27, 0, four)) == 4
     # What a fitted search reports in best_choices.csv: its own grid's size (it had said 1458).
     bags, y = make_concept_bags(16, seed=3)
     budget = SearchBudget(n_candidates=4, factor=2, max_epochs=2, eval_every=1, inner_folds=2, n_seeds=1)
     line = HalvingSearch(budget, grid=TINY_GRID).fit(bags, y).choices()["budget"]
     assert line.startswith("4 of 8 grid points, successive halving (factor 2: 4 x 1 ep, 2 x 2 ep)"), line
+
+
+def test_a_grid_smaller_than_the_draw_is_halved_from_its_first_rung():
+    """27 candidates asked of an 8-point grid: rungs of 8, 4, 2 (they had been 8, 8, 7, 4, 2: the whole grid retrained)."""
+    budget = SearchBudget(n_candidates=27, factor=2, max_epochs=4, eval_every=1, inner_folds=2, n_seeds=1)
+    assert halving_schedule(budget) == [(27, 1), (14, 1), (7, 1), (4, 2), (2, 4)]
+    assert halving_schedule(budget, 8) == [(8, 1), (4, 2), (2, 4)] and halving_schedule(budget, 1) == [(1, 4)]
+    bags, y = make_concept_bags(16, seed=4)
+    result = tuning.search(bags, y, budget, grid=TINY_GRID)
+    assert [len(r) for r in result.rungs] == [8, 4, 2]
+    assert [int(r.epochs_trained.iloc[0]) for r in result.rungs] == [1, 2, 4]
+    assert budget.describe(TINY_GRID).startswith("8 of 8 grid points, successive halving (factor 2: 8 x 1 ep, 4 x 2 ep, 2 x 4 ep)")
 
 
 @pytest.mark.parametrize("field, value, problem", [

@@ -145,10 +145,10 @@ class SearchBudget:
         ----------
         grid : dict of str to sequence, optional
             The space searched (None: :data:`GRID`). A grid smaller than ``n_candidates`` is
-            drawn whole, and the rungs are counted as they run on it.
+            drawn whole, and the rungs are sized from the points it has.
         """
         drawn = min(self.n_candidates, grid_size(grid))
-        rungs = ", ".join(f"{min(n, drawn)} x {e} ep" for n, e in halving_schedule(self))
+        rungs = ", ".join(f"{n} x {e} ep" for n, e in halving_schedule(self, drawn))
         return (f"{drawn} of {grid_size(grid)} grid points, successive halving (factor {self.factor}: "
                 f"{rungs}) on {self.inner_folds} inner folds, epochs chosen every {self.eval_every} on the inner "
                 f"validation bags, refit as a {self.n_seeds}-seed ensemble")
@@ -200,9 +200,10 @@ def sample_candidates(n: int, random_state: int = 0, grid: dict[str, Sequence] |
     return [Candidate(**{k: (tuple(v) if k == "pooling" else v) for k, v in p.items()}) for p in points]
 
 
-def halving_schedule(budget: SearchBudget) -> list[tuple[int, int]]:
-    """(candidates, epochs) of each rung, e.g. 27 x 6, 9 x 17, 3 x 50 for the default budget."""
-    rungs = [budget.n_candidates]
+def halving_schedule(budget: SearchBudget, n_drawn: int | None = None) -> list[tuple[int, int]]:
+    """(candidates, epochs) of each rung (default budget: 27 x 6, 9 x 17, 3 x 50); ``n_drawn``, the points
+    a smaller grid has, sizes the rungs from those (halved from the first rung, not retrained whole)."""
+    rungs = [budget.n_candidates if n_drawn is None else max(1, min(budget.n_candidates, int(n_drawn)))]
     while -(-rungs[-1] // budget.factor) > 1:  # the last rung is the one before a single survivor
         rungs.append(-(-rungs[-1] // budget.factor))
     R = len(rungs)
@@ -293,7 +294,7 @@ def search_many(
     history: list[list[pd.DataFrame]] = [[] for _ in train_sets]
     best_epoch = [dict() for _ in train_sets]
     best_score = [dict() for _ in train_sets]
-    schedule = halving_schedule(budget)
+    schedule = halving_schedule(budget, len(pool))
     warm = warm_start and _compiled_engine(backend, device)
     carry: dict[tuple, tuple] = {}  # job -> (fit, index) where it stopped (warm start)
     probas: dict[tuple, dict[int, np.ndarray]] = {}  # job -> checkpoint epoch -> inner validation probabilities
