@@ -178,7 +178,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         push: bool = False,
         head: str = "gradient",
         head_penalty: str = "l2",
-        class_weight=None,
+        class_weight: dict | str | None = None,
         head_threshold: str = "fixed",
         head_similarity: bool = False,
         head_scoring: str = "log_loss",

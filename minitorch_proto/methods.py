@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
+from sklearn.base import BaseEstimator
+
 from .baselines import BASELINES
 from .meta_estimators import InnerCVSelection, StandardizedMIL
 
@@ -287,7 +289,7 @@ def resolve(spec: str) -> list[Method]:
 
 
 def make(key: str, random_state: int = 0, *, dataset: str | None = None, budget: Any = "defaults",
-         **overrides: Any):
+         **overrides: Any) -> BaseEstimator:
     """A fresh, unfitted estimator for ``key`` under ``budget``.
 
     Parameters

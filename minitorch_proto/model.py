@@ -175,7 +175,7 @@ class PrototypeMILConfig:
         return cls(**{k: (tuple(v) if k == "pooling" else v) for k, v in d.items()})
 
 
-def compat_config(config: PrototypeMILConfig | None = None, **overrides) -> PrototypeMILConfig:
+def compat_config(config: PrototypeMILConfig | None = None, **overrides: object) -> PrototypeMILConfig:
     """The model as the authors' published code builds it (NOTES.md, table rows 1-6).
 
     Pseudo-distance clamped at 0, min+max+mean pooling (that code's order),
@@ -199,7 +199,7 @@ def compat_config(config: PrototypeMILConfig | None = None, **overrides) -> Prot
     return replace(config or PrototypeMILConfig(), **{**compat, **overrides})
 
 
-def monotone_config(config: PrototypeMILConfig | None = None, **overrides) -> PrototypeMILConfig:
+def monotone_config(config: PrototypeMILConfig | None = None, **overrides: object) -> PrototypeMILConfig:
     """The variant that respects the standard MIL assumption by construction.
 
     Min pooling only, no per-bag layer norm, classifier weights kept <= 0
@@ -462,7 +462,7 @@ class PrototypeMIL(nn.Module):
         n_classes: int = 2,
         config: PrototypeMILConfig | None = None,
         generator: torch.Generator | None = None,
-        init_instances=None,
+        init_instances: np.ndarray | torch.Tensor | None = None,
     ) -> None:
         super().__init__()
         if n_classes < 2:

@@ -113,10 +113,10 @@ class AttentionMIL(TorchMILClassifier):
         weight_decay: float = 5e-4,
         n_epochs: int = 50,
         batch_size: int = 1,
-        device="cpu",
+        device: str | torch.device = "cpu",
         n_threads: int | None = 1,
         dtype: str = "float32",
-        random_state=None,
+        random_state: int | np.random.RandomState | None = None,
         verbose: bool = False,
     ):
         self.gated = gated
@@ -181,10 +181,10 @@ class GatedAttentionMIL(AttentionMIL):
         weight_decay: float = 5e-4,
         n_epochs: int = 50,
         batch_size: int = 1,
-        device="cpu",
+        device: str | torch.device = "cpu",
         n_threads: int | None = 1,
         dtype: str = "float32",
-        random_state=None,
+        random_state: int | np.random.RandomState | None = None,
         verbose: bool = False,
     ):
         super().__init__(

@@ -69,8 +69,8 @@ class BagStatistics(BaseMILClassifier):
         statistics: Sequence[str] = ("mean", "min", "max"),
         C: float = 1.0,
         max_iter: int = 5000,
-        class_weight=None,
-        random_state=None,
+        class_weight: dict | str | None = None,
+        random_state: int | np.random.RandomState | None = None,
     ):
         self.statistics = statistics
         self.C = C

@@ -37,7 +37,7 @@ one bag's worth), so memory stays bounded on Musk2 (6,598 instances).
 from __future__ import annotations
 
 import inspect
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -137,13 +137,13 @@ class MILES(BaseMILClassifier):
         sigma_scale: float = 1.0,
         C: float = 1.0,
         classifier: str = "svm",
-        class_weight=None,
+        class_weight: dict | str | None = None,
         max_iter: int = 50000,
         tune: bool = False,
-        param_grid=None,
+        param_grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Sequence[Any]]] | None = None,
         inner_cv: int = 3,
         max_block: int = 2**22,
-        random_state=None,
+        random_state: int | np.random.RandomState | None = None,
     ):
         self.sigma = sigma
         self.sigma_scale = sigma_scale

@@ -98,10 +98,10 @@ class _MINNBase(TorchMILClassifier):
         weight_decay: float = 5e-3,
         n_epochs: int = 50,
         batch_size: int = 1,
-        device="cpu",
+        device: str | torch.device = "cpu",
         n_threads: int | None = 1,
         dtype: str = "float32",
-        random_state=None,
+        random_state: int | np.random.RandomState | None = None,
         verbose: bool = False,
     ):
         self.pooling = pooling

@@ -33,7 +33,7 @@ Hyper-parameters and where they come from
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -113,7 +113,7 @@ class MISVM(BaseMILClassifier):
         SVM penalty.
     kernel : str
         Any ``sklearn.svm.SVC`` kernel ("rbf" default).
-    gamma : "scale" or float
+    gamma : "scale", "auto" or float
         Kernel coefficient; "scale" = ``1 / (n_features * X.var())`` on training instances.
     gamma_scale : float
         Multiplier applied to gamma (used by the tuning grid).
@@ -153,17 +153,17 @@ class MISVM(BaseMILClassifier):
         self,
         C: float = 1.0,
         kernel: str = "rbf",
-        gamma="scale",
+        gamma: float | str = "scale",
         gamma_scale: float = 1.0,
         degree: int = 3,
-        class_weight=None,
+        class_weight: dict | str | None = None,
         max_iter: int = 50,
         max_instances: int | None = None,
         tune: bool = False,
-        param_grid=None,
+        param_grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Sequence[Any]]] | None = None,
         inner_cv: int = 3,
         cache_size: float = 500.0,
-        random_state=None,
+        random_state: int | np.random.RandomState | None = None,
     ):
         self.C = C
         self.kernel = kernel

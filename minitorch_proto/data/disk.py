@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from .bag_files import (FEATURE_SUFFIXES, LINK_ADVICE, BagFile, BagFileError, as_numpy, check_bag_id, escape_breaks,
                         first_line, kind_ok, open_array)
@@ -508,7 +509,7 @@ def write_bag_folder(
     bag_col: str = "bag",
     label_col: str = "label",
     key: str = "features",
-    dtype=np.float32,
+    dtype: DTypeLike = np.float32,
     instance_arrays: dict[str, Sequence[np.ndarray]] | None = None,
 ) -> Path:
     """Write bags one file per bag plus a labels CSV; return the CSV's path.

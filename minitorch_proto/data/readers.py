@@ -14,7 +14,7 @@ from __future__ import annotations
 import numbers
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -473,7 +473,7 @@ def load_bags_csv(
     label_col: str = "label",
     feature_cols: Iterable[str] | None = None,
     name: str | None = None,
-    **read_csv_kwargs,
+    **read_csv_kwargs: Any,
 ) -> BagDataset:
     """Read the user's own CSV (with a header row) of one instance per row.
 

@@ -16,6 +16,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
+from sklearn.base import BaseEstimator
 from sklearn.model_selection import StratifiedKFold
 
 from ..model import PrototypeMILConfig
@@ -392,9 +393,9 @@ def _class_names(estimator) -> str:
 
 
 def cross_validate(
-    estimator,
+    estimator: BaseEstimator,
     bags: Sequence[np.ndarray],
-    y,
+    y: ArrayLike,
     folds: Sequence[Fold],
     *,
     dataset: str = "custom",
@@ -402,7 +403,7 @@ def cross_validate(
     n_jobs: int = 1,
     return_estimators: bool = False,
     return_predictions: bool = False,
-    bag_ids=None,
+    bag_ids: ArrayLike | None = None,
 ) -> pd.DataFrame | tuple:
     """Cross-validate any bag estimator: one unfitted copy per fold, scored through ``predict_proba``.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..validation import frames_in_model_order
@@ -142,7 +143,7 @@ def plot_prototype_sources(
     scores: Sequence[float] | None = None,
     score_name: str = "coefficient",
     standardized: bool = False,
-    ax=None,
+    ax: Axes | None = None,
     fig: Figure | None = None,
 ) -> Figure:
     """The real instances a pushed model's prototypes are, as feature profiles.

@@ -32,7 +32,7 @@ def plot_prototype_images(
     clf: Any,
     image_shape: tuple[int, int] = (28, 28),
     *,
-    axes=None,
+    axes: Sequence[Axes] | np.ndarray | None = None,
     fig: Figure | None = None,
     ncols: int = 6,
     cmap: str = "gray_r",

@@ -8,6 +8,7 @@ gradients never zeroed) are switches of :class:`TrainConfig`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
 
 import numpy as np
 
@@ -84,7 +85,7 @@ class TrainConfig:
         return cls(**{k: v for k, v in d.items() if k in known})
 
 
-def compat_train_config(config: TrainConfig | None = None, **overrides) -> TrainConfig:
+def compat_train_config(config: TrainConfig | None = None, **overrides: Any) -> TrainConfig:
     """The published code's loop: sampling with replacement, rate halved every 40 epochs, no zero_grad.
 
     Parameters
