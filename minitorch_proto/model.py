@@ -81,8 +81,8 @@ class PrototypeMILConfig:
     weight_penalty : {"l1", "l2"}
         ``||beta||_1`` (paper) or ``||beta||_2`` (an option the published search used).
     prototype_penalty : {"norm", "pairwise"}
-        ``sum_d ||P_d||_2`` (paper) or the sum of pairwise Euclidean distances
-        between prototypes (published code).
+        ``sum_d ||P_d||_2`` (paper) or the published code's: its pseudo-distance
+        ``|P_a| + |P_c| - 2 P_a.P_c`` (clamped at 0) summed over all D x D pairs.
     distance_penalty : {"min", "pooled"}
         Sum of min distances (paper) or of every pooled feature (published code);
         always taken before normalisation.
@@ -381,7 +381,7 @@ def penalty_terms(weight: torch.Tensor, prototypes: torch.Tensor, config: Protot
     if config.prototype_penalty == "norm":
         p_pen = safe_sqrt((prototypes * prototypes).sum(-1)).sum(-1)
     else:
-        p_pen = pairwise_distance(prototypes, prototypes, "euclidean").sum((-1, -2)) / 2.0  # each pair once
+        p_pen = pairwise_distance(prototypes, prototypes, "pseudo").sum((-1, -2))  # every ordered pair, diagonal too
     return {"weight_penalty": config.lambda_w * w_pen, "prototype_penalty": config.lambda_p * p_pen}
 
 

@@ -453,3 +453,30 @@ def test_the_trainers_take_class_codes_only():
     assert check_codes(np.array([0, 1], dtype=object))[0].tolist() == [0, 1]  # whole numbers held as objects
     with pytest.raises(ValueError, match="codes from 0 up; got values from -2 to -1"):
         check_codes([-2, -1])
+
+
+@pytest.mark.skipif(not compiled.AVAILABLE, reason="numba not installed")
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compiled_pairwise_penalty_is_the_published_term_with_its_gradient(dtype):
+    """The hand-written gradient of the published code's prototype penalty equals autograd's, where it
+    matters: some prototypes inside the unit ball (their diagonal term counts) and some pairs clamped."""
+    from minitorch_proto.model import penalty_terms
+
+    rng = np.random.default_rng(3)
+    P = rng.normal(size=(6, 4)) * np.array([0.2, 0.4, 1.0, 1.5, 2.0, 0.1])[:, None]
+    P[5] = 3 * P[4]  # a pair far along one direction: its pseudo-distance is clamped at 0
+    cfg = PrototypeMILConfig(n_prototypes=6, prototype_penalty="pairwise", lambda_p=0.7)
+    Pt = torch.tensor(P, requires_grad=True)
+    value = penalty_terms(torch.zeros(1, 1, dtype=torch.float64), Pt, cfg)["prototype_penalty"]
+    value.backward()
+    n = np.linalg.norm(P, axis=1)
+    pseudo = n[:, None] + n[None, :] - 2 * P @ P.T
+    assert (pseudo < 0).any() and (np.diag(pseudo) > 0).any()  # both cases are exercised
+    Pm = P.astype(dtype)
+    gP, gW = np.zeros_like(Pm), np.zeros((1, 1), dtype=dtype)
+    psq = (Pm.astype(np.float64) ** 2).sum(1)
+    _, p_pen = compiled._penalties(Pm, np.zeros((1, 1), dtype=dtype), gP, gW, 0.0, 0.7, True, False,
+                                   np.zeros((6, 6), dtype=dtype), psq)
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    assert p_pen == pytest.approx(value.item(), rel=tol)
+    np.testing.assert_allclose(gP, Pt.grad.numpy(), rtol=tol, atol=tol)

@@ -285,10 +285,11 @@ def _squared_norms(Pm, psq):
 
 
 @_jit
-def _penalties(Pm, Wm, gP, gW, lam_w, lam_p, w_l1, p_norm, coef):
+def _penalties(Pm, Wm, gP, gW, lam_w, lam_p, w_l1, p_norm, coef, psq):
     """Add the parameter penalties' gradients; return their weighted values.
 
-    ``coef`` is a (D, D) scratch table in the parameters' dtype for the pairwise penalty.
+    ``coef`` is a (D, D) scratch table in the parameters' dtype for the pairwise penalty; ``psq`` the
+    prototypes' squared norms.
     """
     D, L = Pm.shape
     O, F = Wm.shape
@@ -319,32 +320,33 @@ def _penalties(Pm, Wm, gP, gW, lam_w, lam_p, w_l1, p_norm, coef):
             if n > 0:
                 for l in range(L):
                     gP[d, l] += lam_p * Pm[d, l] / n
-    else:  # sum of pairwise Euclidean distances, each pair once
-        # d/dP_a = lam_p sum_c (P_a - P_c) / |P_a - P_c|: the distances go into coef first, then
-        # the gradient is (row sums of coef) P_a - coef P, one product. With one bag per step this
-        # penalty (D^2 L) outweighs the bag's own gradient (n D L); as one pass per pair, mixing
-        # float64 scalars into float32 rows, it was 60 % of the published code's training time.
+    else:  # the published code's: sum over all D x D pairs (diagonal too) of max(|P_a| + |P_c| - 2 P_a.P_c, 0)
+        # With m_ac = 1 where a pair's value is not clamped (>= 0, as torch's clamp passes it), each ordered
+        # pair appearing twice: d/dP_a = lam_p (2 (sum_c m_ac) P_a / |P_a| - 4 sum_c m_ac P_c), read off
+        # coef. ``psq`` holds the squared norms of these prototypes.
         for a in range(D):
-            coef[a, a] = 0.0
-            for c in range(a + 1, D):
-                sq = coef[a, a]  # a zero of the parameters' dtype: the sum stays in it
+            for c in range(a, D):
+                coef[a, c] = 0.0
+                dot = coef[a, c]  # a zero of the parameters' dtype: the sum stays in it
                 for l in range(L):
-                    t = Pm[a, l] - Pm[c, l]
-                    sq += t * t
-                n = np.sqrt(np.float64(sq))
-                p_pen += n
-                coef[a, c] = lam_p / n if n > 0 else 0.0
+                    dot += Pm[a, l] * Pm[c, l]
+                v = np.sqrt(psq[a]) + np.sqrt(psq[c]) - 2.0 * dot
+                if v >= 0:
+                    p_pen += v if a == c else 2.0 * v
+                    coef[a, c] = 1.0
                 coef[c, a] = coef[a, c]
         for a in range(D):
-            total = coef[a, a]
+            n = np.sqrt(psq[a])
+            total = 0.0
             for c in range(D):
                 total += coef[a, c]
-            for l in range(L):
-                gP[a, l] += total * Pm[a, l]
-            for c in range(D):
-                s = coef[a, c]
+            if n > 0:
                 for l in range(L):
-                    gP[a, l] -= s * Pm[c, l]
+                    gP[a, l] += 2.0 * lam_p * total * Pm[a, l] / n
+            for c in range(D):
+                if coef[a, c] > 0:
+                    for l in range(L):
+                        gP[a, l] -= 4.0 * lam_p * Pm[c, l]
     return lam_w * w_pen, lam_p * p_pen
 
 
@@ -422,7 +424,7 @@ if AVAILABLE:
                                              gP, gW, gb, xsum)
                     ce_sum += ce
                     pen_sum += pen
-                w_pen, p_pen = _penalties(Pm, Wm, gP, gW, lam_w, lam_p, w_l1, p_norm, coef)
+                w_pen, p_pen = _penalties(Pm, Wm, gP, gW, lam_w, lam_p, w_l1, p_norm, coef, psq)
                 sums[m, 0] += ce_sum * scale
                 sums[m, 1] += w_pen
                 sums[m, 2] += p_pen
