@@ -174,6 +174,8 @@ def _cases(root: Path) -> dict[str, tuple[list[str], Path, dict]]:
     usage = {
         "usage_methods": ["bench_baselines.py", "--methods", "nosuch", "--quick"],
         "usage_missing_rows": ["mil_unit_tests_seeds.py", "--out", "MISSING", "--freeze"],
+        "usage_ablations_subset": ["freeze_ablations.py", "--datasets", "musk1", "--freeze"],
+        "usage_ablations_protocol": ["freeze_ablations.py", "--epochs", "5", "--freeze"],
     }
     for name, argv in usage.items():
         folder = case(name)
@@ -277,6 +279,8 @@ def test_a_stopped_rewrite_leaves_the_earlier_file_whole(ran):
 @pytest.mark.parametrize("name, words", [
     ("usage_methods", ["--methods", "invalid choice: 'nosuch'"]),
     ("usage_missing_rows", ["--freeze", "is no file of collected rows"]),
+    ("usage_ablations_subset", ["--freeze needs all five data sets", "got musk1"]),
+    ("usage_ablations_protocol", ["--freeze runs the table's protocol", "drop --epochs 5"]),
 ])
 def test_usage_errors_end_at_startup_in_one_line(ran, name, words):
     _refused(ran[name], *words)
@@ -291,6 +295,7 @@ def test_usage_errors_end_at_startup_in_one_line(ran, name, words):
     ("mnist_localisation", ["--target", "12"], ["--target", "not a digit"]),
     ("evidence_auc", ["--targets", "9,10"], ["--targets", "not a digit"]),
     ("bench_scale", ["--procs", "0,2"], ["--procs", "at least 1"]),
+    ("freeze_ablations", ["--folds", "1"], ["--folds", "at least 2"]),
 ])
 def test_numeric_options_are_refused_at_startup_in_one_line(monkeypatch, capsys, script, argv, words):
     # In this process (torch is loaded already): the option is read before any data or model.
@@ -309,6 +314,18 @@ def test_the_scaling_figure_refuses_uncommitted_code_before_timing(monkeypatch, 
     monkeypatch.setattr(frozen, "code_version", lambda: "abc1234+dirty")
     stop = _stopped_in_process(monkeypatch, "bench_training", ["--scaling-only", "--freeze"],
                                warm_up=started, scaling=started)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1, err
+    assert "'abc1234+dirty'" in err[0] and "commit, then freeze" in err[0], err[0]
+
+
+def test_the_ablation_freezer_refuses_uncommitted_code_before_its_runs(monkeypatch, capsys):
+    def started(*_, **__):
+        raise AssertionError("the ablations started before the code version was checked")
+
+    monkeypatch.setattr(frozen, "code_version", lambda: "abc1234+dirty")
+    stop = _stopped_in_process(monkeypatch, "freeze_ablations", ["--freeze"], load_benchmark=started,
+                               run_ablations=started)
     err = capsys.readouterr().err.strip().splitlines()
     assert stop.value.code == 2 and len(err) == 1, err
     assert "'abc1234+dirty'" in err[0] and "commit, then freeze" in err[0], err[0]
