@@ -6,11 +6,12 @@ One command does the whole job::
 
 It runs what notebook 03 runs (``evaluation.run_ablations`` over every setting of ``ABLATIONS``, then
 ``paired_deltas`` against the paper-faithful baseline; 1 x stratified 10-fold CV, Table 1's 100 epochs, seed 0:
-the notebook's defaults) on the five benchmarks, prints each setting's paired accuracy change beside the frozen
-table's, and with ``--freeze`` writes the new table with this command, the commit read at startup and the
-wall time. The table had been copied by hand from the notebook's ``ablation_deltas.csv``; this script is
-that step, so the file names code that made it. ``--datasets`` narrows a look; a freeze needs all five and
-the notebook's protocol. The last line is a JSON object.
+the notebook's defaults, on the CPU where the notebook's ``device="auto"`` would take a GPU) on the five
+benchmarks, prints each setting's paired accuracy change beside the frozen table's, and with ``--freeze``
+writes the new table with this command, the commit read at startup and the wall time. The table had been
+copied by hand from the notebook's ``ablation_deltas.csv``; this script is that step, so the file names the
+code that made it. ``--datasets`` narrows a look; a freeze needs all five and the notebook's protocol. The
+last line is a JSON object.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from minitorch_proto.data import load_benchmark
 from minitorch_proto.evaluation import ABLATIONS, BASELINE, paired_deltas, run_ablations
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from script_args import FIVE, Parser, count, freeze_commit, seed  # noqa: E402
+from script_args import FIVE, Parser, count, freeze_commit, refuse_nan, seed  # noqa: E402
 
 NAME = "ablation_deltas_5datasets"
 #: The protocol of the frozen table (notebook 03's parameter defaults): a freeze runs exactly this.
@@ -53,6 +54,9 @@ def main(argv=None) -> int:
     p.add_argument("--note", default=None, help="with --freeze: a line for the provenance file")
     args = p.parse_args(argv)
     datasets = [d for d in FIVE if d in args.datasets]
+    if args.note and not args.freeze:
+        p.error("--note goes with --freeze (it is a line of the frozen table's provenance)")
+    old = load_frozen(NAME)  # read now: a damaged table should stop the script before an hour of work, not after
     if args.freeze:
         if datasets != list(FIVE):
             p.error(f"--freeze needs all five data sets (the table's name says so); got {' '.join(datasets)}")
@@ -66,13 +70,16 @@ def main(argv=None) -> int:
                                      seed=args.seed, device="cpu")
     deltas = paired_deltas(results, baseline=BASELINE)
     wall = time.perf_counter() - t0
-    table = compare(deltas, load_frozen(NAME))
+    table = compare(deltas, old)
     with pd.option_context("display.width", 160, "display.max_rows", 500):
         print(table.round(4).to_string(index=False))
     same = int(np.isclose(table["change"], 0.0, atol=1e-12).sum())
     print(f"{same} of {len(table)} (setting, data set) cells equal the frozen table's; {seconds:.0f} s of "
           f"cross-validation, {wall:.0f} s in all")
     if args.freeze:
+        unscored = refuse_nan(results.assign(method=results["setting"]), ["accuracy"])
+        if unscored:
+            p.error(f"nothing frozen: {unscored}")
         path = write_frozen(
             deltas, NAME, command="python benchmarks/freeze_ablations.py --freeze",
             description="paired accuracy change of every ablation against the paper-faithful model, 1 x 10-fold CV "

@@ -428,7 +428,8 @@ def test_the_budget_line_counts_the_grid_searched():
 
 
 def test_a_grid_smaller_than_the_draw_is_halved_from_its_first_rung():
-    """27 candidates asked of an 8-point grid: rungs of 8, 4, 2 (they had been 8, 8, 7, 4, 2: the whole grid retrained)."""
+    """27 candidates asked of an 8-point grid: rungs of 8, 4, 2 (they had been 8, 8, 7, 4, 2: rungs that cut
+    nothing, and with another budget, e.g. 4 points under the default one, 4 x 6 then 4 x 17 epochs)."""
     budget = SearchBudget(n_candidates=27, factor=2, max_epochs=4, eval_every=1, inner_folds=2, n_seeds=1)
     assert halving_schedule(budget) == [(27, 1), (14, 1), (7, 1), (4, 2), (2, 4)]
     assert halving_schedule(budget, 8) == [(8, 1), (4, 2), (2, 4)] and halving_schedule(budget, 1) == [(1, 4)]
@@ -437,6 +438,16 @@ def test_a_grid_smaller_than_the_draw_is_halved_from_its_first_rung():
     assert [len(r) for r in result.rungs] == [8, 4, 2]
     assert [int(r.epochs_trained.iloc[0]) for r in result.rungs] == [1, 2, 4]
     assert budget.describe(TINY_GRID).startswith("8 of 8 grid points, successive halving (factor 2: 8 x 1 ep, 4 x 2 ep, 2 x 4 ep)")
+
+
+def test_a_grid_with_an_empty_key_is_refused_in_one_line():
+    """It had drawn no candidate and failed with an IndexError after the first rung."""
+    with pytest.raises(ValueError, match=r"^the grid has no point to draw: \['init'\] hold no value\.$"):
+        sample_candidates(27, 0, {**TINY_GRID, "init": ()})
+    bags, y = make_concept_bags(12, seed=5)
+    with pytest.raises(ValueError, match="no point to draw"):
+        tuning.search(bags, y, SearchBudget(n_candidates=4, factor=2, max_epochs=2, eval_every=1, inner_folds=2,
+                                            n_seeds=1), grid={**TINY_GRID, "init": ()})
 
 
 @pytest.mark.parametrize("field, value, problem", [

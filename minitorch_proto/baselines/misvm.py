@@ -114,7 +114,7 @@ class MISVM(BaseMILClassifier):
     kernel : str
         Any ``sklearn.svm.SVC`` kernel ("rbf" default).
     gamma : "scale", "auto" or float
-        Kernel coefficient; "scale" = ``1 / (n_features * X.var())`` on training instances.
+        Kernel coefficient; "scale" = ``1 / (n_features * X.var())`` on training instances, "auto" = ``1 / n_features``.
     gamma_scale : float
         Multiplier applied to gamma (used by the tuning grid).
     degree : int

@@ -22,9 +22,8 @@ being the number of epochs:
    already done; see ``search_many(warm_start=...)``); a candidate's score is its best
    checkpoint's mean inner AUC (early stopping on the inner validation split), and the
    best ``1 / factor`` go on;
-3. the winner is refitted on the whole outer training fold for its chosen number of
-   epochs, as an ensemble of ``n_seeds`` seeds whose probabilities are averaged, and
-   scored once on the test fold.
+3. the winner is refitted on the whole outer training fold for its chosen number of epochs, as an
+   ensemble of ``n_seeds`` seeds whose probabilities are averaged, and scored once on the test fold.
 
 Why not ``HalvingRandomSearchCV`` itself: it accepts an estimator whose ``X`` is a list of
 bags (``tests/test_tuning.py`` checks it), but it fits each candidate and inner split one
@@ -193,8 +192,9 @@ class Candidate:
 
 def sample_candidates(n: int, random_state: int = 0, grid: dict[str, Sequence] | None = None) -> list[Candidate]:
     """``n`` distinct grid points drawn with a fixed seed (the whole grid when it is smaller)."""
-    grid = grid or GRID
-    n = min(int(n), grid_size(grid))
+    grid, n = grid or GRID, min(int(n), grid_size(grid))
+    if n < 1:  # one line here, not an IndexError after the first rung
+        raise ValueError(f"the grid has no point to draw: {[k for k, v in grid.items() if not len(v)]} hold no value.")
     # ParameterSampler sorts the keys; the draw depends only on (grid, n, random_state).
     points = ParameterSampler({k: list(v) for k, v in grid.items()}, n_iter=n, random_state=random_state)
     return [Candidate(**{k: (tuple(v) if k == "pooling" else v) for k, v in p.items()}) for p in points]
