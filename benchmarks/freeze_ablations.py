@@ -56,7 +56,6 @@ def main(argv=None) -> int:
     datasets = [d for d in FIVE if d in args.datasets]
     if args.note and not args.freeze:
         p.error("--note goes with --freeze (it is a line of the frozen table's provenance)")
-    old = load_frozen(NAME)  # read now: a damaged table should stop the script before an hour of work, not after
     if args.freeze:
         if datasets != list(FIVE):
             p.error(f"--freeze needs all five data sets (the table's name says so); got {' '.join(datasets)}")
@@ -64,6 +63,10 @@ def main(argv=None) -> int:
         if changed:
             p.error(f"--freeze runs the table's protocol (notebook 03's defaults); drop {', '.join(changed)}")
         commit = freeze_commit(p)  # before the work: a dirty tree is refused now, and the code that ran is named
+    try:  # read now: a missing or damaged table stops the script before its work, not after
+        old = load_frozen(NAME)
+    except (OSError, ValueError) as exc:
+        p.error(f"cannot read the frozen table {NAME} to compare with: {exc}")
     t0 = time.perf_counter()
     data = {name: load_benchmark(name) for name in datasets}
     results, seconds = run_ablations(data, ABLATIONS, repeats=args.repeats, folds=args.folds, epochs=args.epochs,

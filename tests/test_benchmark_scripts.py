@@ -176,6 +176,8 @@ def _cases(root: Path) -> dict[str, tuple[list[str], Path, dict]]:
         "usage_missing_rows": ["mil_unit_tests_seeds.py", "--out", "MISSING", "--freeze"],
         "usage_ablations_subset": ["freeze_ablations.py", "--datasets", "musk1", "--freeze"],
         "usage_ablations_protocol": ["freeze_ablations.py", "--epochs", "5", "--freeze"],
+        # The case's frozen folder is empty: the table to compare with is missing, said before any work.
+        "usage_ablations_no_table": ["freeze_ablations.py", "--datasets", "musk1"],
     }
     for name, argv in usage.items():
         folder = case(name)
@@ -281,6 +283,7 @@ def test_a_stopped_rewrite_leaves_the_earlier_file_whole(ran):
     ("usage_missing_rows", ["--freeze", "is no file of collected rows"]),
     ("usage_ablations_subset", ["--freeze needs all five data sets", "got musk1"]),
     ("usage_ablations_protocol", ["--freeze runs the table's protocol", "drop --epochs 5"]),
+    ("usage_ablations_no_table", ["cannot read the frozen table ablation_deltas_5datasets"]),
 ])
 def test_usage_errors_end_at_startup_in_one_line(ran, name, words):
     _refused(ran[name], *words)
