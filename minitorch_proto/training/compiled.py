@@ -335,18 +335,20 @@ def _penalties(Pm, Wm, gP, gW, lam_w, lam_p, w_l1, p_norm, coef, psq):
                     p_pen += v if a == c else 2.0 * v
                     coef[a, c] = 1.0
                 coef[c, a] = coef[a, c]
+        pull = 4.0 * lam_p
         for a in range(D):
             n = np.sqrt(psq[a])
             total = 0.0
             for c in range(D):
                 total += coef[a, c]
             if n > 0:
+                own = 2.0 * lam_p * total
                 for l in range(L):
-                    gP[a, l] += 2.0 * lam_p * total * Pm[a, l] / n
+                    gP[a, l] += own * Pm[a, l] / n
             for c in range(D):
                 if coef[a, c] > 0:
                     for l in range(L):
-                        gP[a, l] -= 4.0 * lam_p * Pm[c, l]
+                        gP[a, l] -= pull * Pm[c, l]
     return lam_w * w_pen, lam_p * p_pen
 
 
