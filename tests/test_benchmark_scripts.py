@@ -55,6 +55,7 @@ class Ran:
     err: str
     changed: list[str]  # files of the case's folder added, removed or changed
     folder: Path
+    out: str = ""
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -102,6 +103,18 @@ def _cases(root: Path) -> dict[str, tuple[list[str], Path, dict]]:
     folder = case("reproduce_full", "measured_results")
     run = _run_dir(folder / "run", measured, "abc1234")
     cases["reproduce_full"] = (["reproduce_all.py", "--from", str(run), "--freeze"], folder, {})
+
+    # freeze_monotone --from: Musk1's 50 folds only, then all 250 (from the frozen table itself).
+    monotone = frozen.load_frozen("monotone_results")
+    folder = case("monotone_partial", "monotone_results")
+    run = _run_dir(folder / "run", monotone[monotone["dataset"] == "musk1"], "abc1234")
+    cases["monotone_partial"] = (["freeze_monotone.py", "--from", str(run), "--freeze"], folder, {})
+    folder = case("monotone_full", "monotone_results")
+    run = _run_dir(folder / "run", monotone, "abc1234def56")
+    cases["monotone_full"] = (["freeze_monotone.py", "--from", str(run), "--freeze"], folder, {})
+    folder = case("monotone_dirty_run", "monotone_results")
+    run = _run_dir(folder / "run", monotone, "abc1234def56+dirty")
+    cases["monotone_dirty_run"] = (["freeze_monotone.py", "--from", str(run), "--freeze"], folder, {})
 
     # freeze_common_budget: a full 50-fold run of which two folds have no score.
     folder = case("budget_nan")
@@ -178,6 +191,8 @@ def _cases(root: Path) -> dict[str, tuple[list[str], Path, dict]]:
         "usage_ablations_protocol": ["freeze_ablations.py", "--epochs", "5", "--freeze"],
         # The case's frozen folder is empty: the table to compare with is missing, said before any work.
         "usage_ablations_no_table": ["freeze_ablations.py", "--datasets", "musk1"],
+        "usage_monotone_note": ["freeze_monotone.py", "--note", "why"],
+        "usage_monotone_no_table": ["freeze_monotone.py"],
     }
     for name, argv in usage.items():
         folder = case(name)
@@ -204,7 +219,7 @@ def ran(tmp_path_factory) -> dict[str, Ran]:
         done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
         after = _snapshot(folder)
         changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-        return name, Ran(done.returncode, done.stderr, changed, folder)
+        return name, Ran(done.returncode, done.stderr, changed, folder, done.stdout)
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # the machine has two cores
         return dict(pool.map(one, cases.items()))
@@ -236,6 +251,26 @@ def test_reproduce_all_records_the_runs_commit_and_the_from_command(ran):
     assert meta["command"] == f"python benchmarks/reproduce_all.py --from {result.folder / 'run'} --freeze"
     table = pd.read_csv(result.folder / "frozen" / "measured_results.csv")
     assert set(table["method"]) == {methods.get(k).label for k in methods.MEASURED}
+
+
+def test_freeze_monotone_refuses_a_run_short_of_the_five_data_sets(ran):
+    _refused(ran["monotone_partial"], "not a full run", "prototype (monotone) on musk2 (0 of 50 folds)")
+
+
+def test_freeze_monotone_refuses_a_run_of_uncommitted_code(ran):
+    _refused(ran["monotone_dirty_run"], "run.json", "plain git commit hash", "+dirty")
+
+
+def test_freeze_monotone_records_the_runs_commit_and_compares_every_fold(ran):
+    result = ran["monotone_full"]
+    assert result.rc == 0, result.err
+    meta = json.loads((result.folder / "frozen" / "monotone_results.json").read_text())
+    assert meta["commit"] == "abc1234def56"
+    assert meta["command"] == f"python benchmarks/freeze_monotone.py --from {result.folder / 'run'} --freeze"
+    table = pd.read_csv(result.folder / "frozen" / "monotone_results.csv")
+    assert len(table) == 250 and set(table["dataset"]) == set(frozen.load_frozen("monotone_results")["dataset"])
+    assert result.changed == ["frozen/monotone_results.json"]  # the same rows: the same CSV, new provenance
+    assert "250 of 250 folds equal the frozen table's" in result.out
 
 
 def test_freeze_common_budget_names_the_folds_with_no_score(ran):
@@ -284,6 +319,8 @@ def test_a_stopped_rewrite_leaves_the_earlier_file_whole(ran):
     ("usage_ablations_subset", ["--freeze needs all five data sets", "got musk1"]),
     ("usage_ablations_protocol", ["--freeze runs the table's protocol", "drop --epochs 5"]),
     ("usage_ablations_no_table", ["cannot read the frozen table ablation_deltas_5datasets"]),
+    ("usage_monotone_note", ["--note goes with --freeze"]),
+    ("usage_monotone_no_table", ["cannot read the frozen table monotone_results"]),
 ])
 def test_usage_errors_end_at_startup_in_one_line(ran, name, words):
     _refused(ran[name], *words)
