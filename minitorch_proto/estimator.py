@@ -19,7 +19,7 @@ from .estimator_files import load_estimator, save_estimator
 from .estimator_training import fit_streaming as streamed_fit, train_together
 from .training import TrainConfig
 from .validation import (check_bags, check_bool, check_chunk_size, check_distance_range, check_finite_scores,
-                         check_int, frames_in_model_order, own_feature_names, seed_from)
+                         check_int, check_verbose, frames_in_model_order, own_feature_names, seed_from)
 
 __all__ = ["PrototypeMILClassifier", "load_model", "RECOMMENDED"]
 
@@ -72,8 +72,8 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         batched program, and average their class probabilities (a seed ensemble). Each
         member equals ``PrototypeMILClassifier(random_state=random_state + j).fit(...)``;
         :meth:`member` returns it as a fitted single model (for explanations and plots).
-    verbose : bool, default=False
-        Show a progress bar over epochs.
+    verbose : bool or int, default=False
+        Show a progress bar over epochs (a whole number >= 0 as in scikit-learn: any but 0 shows it).
     chunk_size : int, default=65536
         Instances processed at a time when predicting (and when training with
         :meth:`fit_streaming`), so memory stays bounded however large the bags.
@@ -397,6 +397,7 @@ class PrototypeMILClassifier(ClassifierMixin, BaseEstimator):
         check_head_options(self.head, self.class_weight, bool(self.bias), bool(self.monotone), self.head_threshold,
                            self.head_similarity, self.head_scoring, self.head_features, self.head_inner_repeats)
         check_chunk_size(self.chunk_size)
+        check_verbose(self.verbose)
         return check_int("n_seeds", self.n_seeds)
 
     def member(self, j: int) -> "PrototypeMILClassifier":

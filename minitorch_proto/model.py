@@ -62,7 +62,7 @@ class PrototypeMILConfig:
     Defaults are the paper as written (Table 1 regularisers, D = 24, Euclidean
     distance, min pooling, layer normalisation, bias).
 
-    Attributes
+    Parameters
     ----------
     n_prototypes : int
         D, the number of prototypes.

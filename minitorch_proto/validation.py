@@ -49,6 +49,14 @@ def check_bool(name: str, value) -> bool:
     return bool(value)
 
 
+def check_verbose(value) -> bool:
+    """``verbose`` as a bool: True, False, or a count >= 0 as scikit-learn's estimators take it (0 is off); a
+    one-line ValueError otherwise (``"False"`` read from text, or a model file, would mean True)."""
+    if not isinstance(value, (bool, np.bool_, numbers.Integral)) or value < 0:
+        raise ValueError(f"verbose must be True, False or a whole number >= 0, got {value!r}.")
+    return bool(value)
+
+
 def check_number(name: str, value, *, minimum: float = 0.0, inclusive: bool = False) -> float:
     """``value`` as a float if it is a finite real number > ``minimum`` (>= with ``inclusive``); else a one-line
     ValueError naming ``name``. Strings and bools are refused (``"1e-3"`` is a mistake to say, not to guess)."""

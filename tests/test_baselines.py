@@ -482,6 +482,7 @@ def test_tuning_reads_a_class_weight_dict_in_the_users_labels(problem):
     (lambda: MILES(sigma_scale=-1.0), "sigma_scale"), (lambda: MISVM(gamma_scale=0.0), "gamma_scale"),
     (lambda: MISVM(gamma="foo"), "gamma"), (lambda: BagStatistics(C="x"), "C"),
     (lambda: GatedAttentionMIL(gated="False", n_epochs=1), "gated"), (lambda: miNet(lr=-1.0, n_epochs=1), "lr"),
+    (lambda: miNet(verbose="False", n_epochs=1), "verbose"),
 ])
 def test_baseline_settings_that_cannot_work_are_named(problem, make, name):
     with pytest.raises(ValueError, match=f"^{name} must"):

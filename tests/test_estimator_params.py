@@ -130,6 +130,20 @@ def test_switches_refuse_the_string_false(name):
     assert PrototypeMILConfig(layer_norm=np.bool_(False)).to_dict()["layer_norm"] is False  # numpy's bool is one
 
 
+@pytest.mark.parametrize("value", ["False", -1, 0.5, None])
+def test_verbose_refuses_text_and_negative_counts(value):
+    # "False" from a config file or a re-signed model file would have shown progress bars (truthy).
+    bags, y = make_concept_bags(n_bags=12, n_features=3, seed=1)
+    with pytest.raises(ValueError, match="verbose must be True, False or a whole number >= 0"):
+        PrototypeMILClassifier(verbose=value, epochs=1, n_prototypes=3).fit(bags, y)
+
+
+def test_verbose_takes_scikit_learns_counts():
+    bags, y = make_concept_bags(n_bags=12, n_features=3, seed=1)
+    for value in (0, 2, np.bool_(False)):
+        PrototypeMILClassifier(verbose=value, epochs=1, n_prototypes=3).fit(bags, y)
+
+
 @pytest.mark.parametrize("name,value", [("lambda_w", "x"), ("lambda_d", float("nan")), ("lr_prototypes", -1.0),
                                         ("lr_classifier", "1e-3")])
 def test_rates_and_penalties_refuse_non_numbers_naming_them(name, value):

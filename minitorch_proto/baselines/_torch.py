@@ -23,7 +23,7 @@ from torch import nn
 from sklearn.utils import check_random_state
 
 from ..utils import resolve_device, torch_threads
-from ..validation import check_int, check_number, fits_fresh
+from ..validation import check_int, check_number, check_verbose, fits_fresh
 from ._base import BaseMILClassifier
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -154,6 +154,7 @@ class TorchMILClassifier(BaseMILClassifier):
         check_int("n_epochs", self.n_epochs)  # 2.7 epochs is a mistake, not a request for 2
         check_int("batch_size", self.batch_size)
         check_number("lr", self.lr)
+        check_verbose(self.verbose)
         if self.n_threads is not None:
             check_int("n_threads", self.n_threads)
         self._torch_dtype()

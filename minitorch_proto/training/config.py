@@ -21,7 +21,7 @@ __all__ = ["TrainConfig", "compat_train_config", "epoch_batches"]
 class TrainConfig:
     """How a model is optimised.
 
-    Attributes
+    Parameters
     ----------
     epochs : int
         Passes over the training bags. At Table 1's rates a few epochs score about chance: the

@@ -39,7 +39,7 @@ __all__ = ["Problem", "Fitted", "ENGINES", "register_engine", "fit"]
 class Problem:
     """What to train: ``len(seeds)`` models, model m on bags ``train_sets[m]`` with seed ``seeds[m]``.
 
-    Attributes
+    Parameters
     ----------
     bags : sequence of (n_instances, n_features) arrays, raw features
     y : int array (n_bags,), labels encoded 0..C-1
