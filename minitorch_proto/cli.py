@@ -225,6 +225,7 @@ def _two_classes_only(est) -> bool:
 
 
 def cmd_train(args) -> int:
+    from .data.readers import shown_names
     from .training.distributed import init_distributed, process_device
 
     # Under torchrun (WORLD_SIZE > 1) every process joins the group and trains on its share of each minibatch.
@@ -258,7 +259,11 @@ def cmd_train(args) -> int:
 
             dist.destroy_process_group()
     procs = f" with {world} processes" if world > 1 else ""
-    print(f"trained on {data.n_bags} bags ({data.name}){procs}; training accuracy {accuracy:.3f}; saved to {path}")
+    # Which columns became features: a CSV's every column but the bag and the label one is, an id or a
+    # coordinate column included, and predict then requires it.
+    features = f"{clf.n_features_in_} features" + (f": {shown_names(list(names))}" if names is not None else "")
+    print(f"trained on {data.n_bags} bags ({data.name}, {features}){procs}; training accuracy {accuracy:.3f}; "
+          f"saved to {path}")
     return 0
 
 

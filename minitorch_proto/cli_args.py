@@ -31,7 +31,8 @@ def add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
     """Where the bags come from: one source (``single``) or benchmark names, and the loaders' options."""
     if single:
         src = p.add_mutually_exclusive_group(required=True)
-        src.add_argument("--dataset", type=text, help="benchmark name: musk1, musk2, fox, tiger, elephant")
+        src.add_argument("--dataset", type=text, help="benchmark name: musk1, musk2, fox, tiger, elephant; or the "
+                         "pathology set ucsb_breast_cancer (checked by its sha256, as the benchmarks are)")
         src.add_argument("--csv", type=text, help="your own CSV: one row per instance, with a bag column and a "
                          "label column (predict: the label column is optional)")
         src.add_argument("--bags-dir", type=text, help="folder of per-bag feature files (<bag>.npy, .pt, or .h5 "
@@ -109,9 +110,11 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-size", type=count(1), default=None,
                    help="bags per step (1); under torchrun the global minibatch, split across the processes")
     g.add_argument("--lr-prototypes", type=number(positive=True), default=None,
-                   help="Adam rate of the prototypes (default: Table 1's for a benchmark, else 9e-5)")
+                   help="Adam rate of the prototypes (default: Table 1's for a benchmark, else 9e-5, Musk1's: small for "
+                   "new data at 100 epochs; raise both, e.g. to 1e-2, or use --recommended)")
     g.add_argument("--lr-classifier", type=number(positive=True), default=None,
-                   help="Adam rate of the classifier (default: Table 1's for a benchmark, else 3e-5)")
+                   help="Adam rate of the classifier (default: Table 1's for a benchmark, else 3e-5, Musk1's: small for "
+                   "new data at 100 epochs; raise both, e.g. to 1e-2, or use --recommended)")
     g.add_argument("--lambda-w", type=number(positive=False), default=None,
                    help="L1 weight penalty (default: Table 1's for a benchmark, else 3e-4)")
     g.add_argument("--lambda-p", type=number(positive=False), default=None,

@@ -23,12 +23,14 @@ __all__ = ["data_provenance", "in_cli_words", "load_benchmark_for", "load_benchm
            "refuse_overwriting_inputs"]
 
 
-def load_benchmark_for(args, name: str):
-    """One benchmark, with the CLI's own wording when its checksum differs."""
-    from .data import ChecksumError, DownloadError, load_benchmark
+def load_benchmark_for(args, name: str, *, pathology: bool = False):
+    """One benchmark (``pathology``: or a pathology set of :data:`~minitorch_proto.data.PATHOLOGY`, which
+    ``--dataset`` also names), with the CLI's own wording when its checksum differs."""
+    from .data import PATHOLOGY, ChecksumError, DownloadError, load_benchmark, load_pathology
 
+    loader = load_pathology if pathology and str(name).strip().lower() in PATHOLOGY else load_benchmark
     try:
-        return load_benchmark(name, data_dir=args.data_dir, download=not args.no_download,
+        return loader(name, data_dir=args.data_dir, download=not args.no_download,
                               verify=not getattr(args, "no_verify", False),
                               download_timeout=getattr(args, "download_timeout", None))
     except (ValueError, FileNotFoundError, DownloadError) as exc:  # the advice in the flags' words
@@ -182,7 +184,7 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
             _check_label_column(ds.y, f"--labels {labels_path}", label_col)
         return ds, None
     if not getattr(args, "csv", None):
-        return load_benchmark_for(args, args.dataset), None
+        return load_benchmark_for(args, args.dataset, pathology=True), None
     path = check_input_file(args.csv, "--csv")
     try:
         # Bag ids are names: read as text, so "007" and "7" stay two bags and come back as written.
@@ -228,8 +230,12 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
                          "name it with --label-col.")
     if not labels:
         # Predicting ignores labels: a placeholder (blank or mixed labels are no error), one reader for both cases.
-        # assign, not df[...] = : a wide frame warns about fragmentation when a column is inserted in place.
-        df = df.assign(**{label_col: 0})
+        if label_col in columns:
+            _note_mixed_labels(df, path, bag_col, label_col)
+        # concat, not assign or df[...] = : read_csv gives a wide file one block per column, and adding a column
+        # to a frame of over 100 blocks prints pandas' two-line fragmentation warning.
+        df = pd.concat([df.drop(columns=[label_col], errors="ignore"),
+                        pd.DataFrame({label_col: 0}, index=df.index)], axis=1)
         if feature_names is None and not no_header:
             taken = [c for c in columns if c not in (bag_col, label_col)]
             _note(f"the model records no feature names (trained from a bag folder, or fitted without "
@@ -244,8 +250,12 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         missing = [n for n in names if n not in present]
         extra = [c for c in others if c not in wanted]
         if missing:
+            hint = ""
+            if all(n.isdigit() for n in names):  # column numbers: what a file without a header gives its columns
+                hint = (" The model was trained on a file without a header (its features are named by column "
+                        "number): read this one with --no-header, its columns in the training file's order.")
             raise ValueError(f"--csv {path} is missing feature column(s) {shown_names(missing)} that the model was "
-                             "trained on.")
+                             f"trained on.{hint}")
         if extra:
             raise ValueError(f"--csv {path} has column(s) {shown_names(extra)} that the model was not trained on; "
                              f"drop them (the model uses {len(names)} features).")
@@ -292,6 +302,23 @@ def _check_label_column(y, where: str, label_col: str) -> None:
               "(e.g. 0/1) if the other class is the positive one.")
 
 
+def _note_mixed_labels(df: pd.DataFrame, path: Path, bag_col: str, label_col: str) -> None:
+    """A note when a file read for prediction has bags whose instances disagree in the label column.
+
+    Predicting ignores labels, so nothing else would notice a file whose bag and label columns are swapped
+    (a headerless ``bag, label, ...`` file read with --no-header's ``label, bag, ...``): its few "bags" are
+    the label values, each mixing many real bags, and the predictions look like any others.
+    """
+    labels = df[label_col].astype(str).where(df[label_col].notna())
+    counts = labels.groupby(df[bag_col], sort=False).nunique()
+    mixed = counts[counts > 1]
+    if len(mixed):
+        _note(f"--csv {path}: {len(mixed)} of {len(counts)} bags hold instances with different values in the label "
+              f"column {label_col!r} (bag {str(mixed.index[0])!r}: {int(mixed.iloc[0])} values); predicting ignores "
+              "labels, but if that column holds the bag ids, the bag and label columns are swapped (--bag-col, "
+              "--label-col).")
+
+
 def _note(message: str) -> None:
     """A note on standard error, from the first process only (under torchrun every process reads the inputs)."""
     if int(os.environ.get("RANK", "0")) == 0:
@@ -313,9 +340,11 @@ def _headerless_layout(args, path: Path, n_columns: int, n_features: int, labels
         return label_col
     if n_columns == n_features + 1 and not labels:
         if args.bag_col is None:
-            raise ValueError(f"--csv {path} has {n_columns} columns: the model's {n_features} features and one "
-                             "more, so no label column; say which column holds the bag ids with --bag-col "
-                             "(0 if it comes first).")
+            raise ValueError(f"--csv {path} has {n_columns} columns, one more than the model's {n_features} "
+                             "features: either the bags are unlabelled (say which column holds the bag ids with "
+                             "--bag-col, 0 if it comes first) or the file has a label column and lacks one of the "
+                             f"model's features (then it does not match the model: every column after the gap "
+                             "would be read as the feature before it).")
         if args.label_col is not None:
             raise ValueError(f"--csv {path} has {n_columns} columns, room for a bag column and the model's "
                              f"{n_features} features but not for --label-col {args.label_col}.")

@@ -135,7 +135,7 @@ def test_a_headerless_csv_in_the_classic_layout(tmp_path, capsys):
     unlabelled = tmp_path / "unlabelled.csv"
     pd.DataFrame([r[1:] for r in rows]).to_csv(unlabelled, index=False, header=False)
     assert main(["predict", "--model", str(model), "--csv", str(unlabelled), "--no-header", "--out", str(preds)]) == 2
-    assert "no label column; say which column holds the bag ids with --bag-col" in capsys.readouterr().err
+    assert "either the bags are unlabelled (say which column holds the bag ids with --bag-col" in capsys.readouterr().err
     assert main(["predict", "--model", str(model), "--csv", str(unlabelled), "--no-header", "--bag-col", "0",
                  "--out", str(preds)]) == 0
     p = pd.read_csv(preds, dtype={"bag": str})

@@ -1040,3 +1040,82 @@ def test_saving_over_a_file_keeps_its_permission_bits(saved, tmp_path):
             (out / "new.txt").unlink()
     assert (out / "results.csv").read_text() == "second\n" and (out / "results.csv").stat().st_mode & 0o7777 == 0o600
     assert (out / "new.txt").stat().st_mode & 0o7777 == 0o666 & ~mask
+
+
+def _wide(n_bags=8, per_bag=3, n_features=120, seed=0) -> pd.DataFrame:
+    """label, bag, features: a file wider than pandas' 100-block consolidation threshold."""
+    rng = np.random.default_rng(seed)
+    rows = n_bags * per_bag
+    frame = pd.DataFrame(rng.normal(size=(rows, n_features)), columns=[f"f{j}" for j in range(n_features)])
+    frame.insert(0, "bag", [f"slide-{i // per_bag:02d}" for i in range(rows)])
+    frame.insert(0, "label", [(i // per_bag) % 2 for i in range(rows)])
+    return frame
+
+
+def test_predicting_a_wide_unlabelled_file_prints_no_pandas_warning(tmp_path, capsys):
+    # read_csv gives each column a block; adding the label placeholder to 100+ blocks printed a two-line
+    # PerformanceWarning naming the package's source on every predict of real (wide) data.
+    import warnings
+
+    frame = _wide()
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    frame.drop(columns="label").to_csv(tmp_path / "new.csv", index=False)
+    frame.drop(columns="label").to_csv(tmp_path / "new_noheader.csv", index=False, header=False)
+    frame.to_csv(tmp_path / "train_noheader.csv", index=False, header=False)
+    model, bare = tmp_path / "m.safetensors", tmp_path / "bare.safetensors"
+    assert _run(capsys, "train", "--csv", tmp_path / "train.csv", *FAST, "--out", model)[0] == 0
+    assert _run(capsys, "train", "--csv", tmp_path / "train_noheader.csv", "--no-header", *FAST, "--out", bare)[0] == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.PerformanceWarning)
+        code, out, err = _run(capsys, "predict", "--model", model, "--csv", tmp_path / "new.csv")
+        assert code == 0 and len(out.splitlines()) == 9, err
+        code, out, err = _run(capsys, "predict", "--model", bare, "--csv", tmp_path / "new_noheader.csv",
+                              "--no-header", "--bag-col", "0")
+        assert code == 0 and len(out.splitlines()) == 9, err
+
+
+def test_a_headerless_file_one_column_short_is_not_only_called_unlabelled(tmp_path, capsys):
+    # label, bag and all but one feature: the advice had been --bag-col alone, which then read the label
+    # column as bag ids (or as a feature) and predicted with exit 0.
+    frame = _wide(n_features=6)
+    frame.to_csv(tmp_path / "train.csv", index=False, header=False)
+    frame.iloc[:, :-1].to_csv(tmp_path / "short.csv", index=False, header=False)
+    model = tmp_path / "m.safetensors"
+    assert _run(capsys, "train", "--csv", tmp_path / "train.csv", "--no-header", *FAST, "--out", model)[0] == 0
+    code, _, err = _run(capsys, "predict", "--model", model, "--csv", tmp_path / "short.csv", "--no-header")
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "either the bags are unlabelled" in err and "lacks one of the model's features" in err
+
+
+def test_predict_says_when_the_bag_and_label_columns_look_swapped(tmp_path, capsys):
+    # bag, label, features read with --no-header's label, bag, features: the "bags" are the two label values.
+    frame = _wide(n_features=6)
+    frame.to_csv(tmp_path / "train.csv", index=False, header=False)
+    frame[["bag", "label", *frame.columns[2:]]].to_csv(tmp_path / "swapped.csv", index=False, header=False)
+    model = tmp_path / "m.safetensors"
+    assert _run(capsys, "train", "--csv", tmp_path / "train.csv", "--no-header", *FAST, "--out", model)[0] == 0
+    code, out, err = _run(capsys, "predict", "--model", model, "--csv", tmp_path / "swapped.csv", "--no-header")
+    assert code == 0 and len(out.splitlines()) == 3  # still predicted (labels are not read), but said:
+    assert "2 of 2 bags hold instances with different values in the label column '0'" in err
+    assert "the bag and label columns are swapped" in err
+    code, _, err = _run(capsys, "predict", "--model", model, "--csv", tmp_path / "train.csv", "--no-header")
+    assert code == 0 and "different values" not in err  # one label per bag: nothing to say
+
+
+def test_train_names_the_columns_it_took_as_features(tmp_path, capsys):
+    # Every column but the bag and label ones is a feature: an id or a site column too, which predict then
+    # requires. The summary says which.
+    path = _csv(tmp_path / "d.csv", ["a", "b", "c", "d"], [0, 1, 0, 1])
+    pd.read_csv(path).assign(site=1.0).to_csv(path, index=False)
+    code, out, _ = _run(capsys, "train", "--csv", path, *FAST, "--out", tmp_path / "m.safetensors")
+    assert code == 0 and "4 features: ['f0', 'f1', 'f2', 'site']" in out, out
+
+
+def test_a_model_of_a_headerless_file_points_a_named_file_at_no_header(tmp_path, capsys):
+    frame = _wide(n_features=4)
+    frame.to_csv(tmp_path / "train.csv", index=False, header=False)
+    frame.to_csv(tmp_path / "named.csv", index=False)
+    model = tmp_path / "m.safetensors"
+    assert _run(capsys, "train", "--csv", tmp_path / "train.csv", "--no-header", *FAST, "--out", model)[0] == 0
+    code, _, err = _run(capsys, "predict", "--model", model, "--csv", tmp_path / "named.csv")
+    assert code == 2 and len(err.splitlines()) == 1 and "read this one with --no-header" in err, err

@@ -208,7 +208,7 @@ def test_a_notebook_runs_from_the_repository_root_on_a_strangers_csv(tmp_path):
     params.update(csv_path=str(tmp_path / "slides.csv"), bag_col="slide", label_col="tumour",
                   pathology_methods="prototype-recommended,miles")  # as papermill -p hands a list over
     build_book.run_notebook(notebook, tmp_path / notebook.name, params, cwd=REPO)
-    assert (tmp_path / "data" / notebook.stem / "my_model.pt").is_file()
+    assert (tmp_path / "data" / notebook.stem / "my_model.safetensors").is_file()
     assert not (tmp_path / "data" / notebook.stem / "new_patients.csv").exists()
     text = "".join(notebook_output_text(c) for c in json.loads((tmp_path / notebook.name).read_text())["cells"])
     assert "held-out patients: 10," in text  # a quarter of the 40 bags

@@ -328,3 +328,27 @@ def test_a_table_cell_shows_an_se_over_repetitions_only_with_two_of_them():
     # One repetition with values: the SE over repetition means does not exist (the folds' SE had been shown as it).
     assert "SE" not in _cell(pd.Series([0.8, 0.9, np.nan, np.nan]), pd.Series([1, 1, 2, 2]))
     assert _cell(pd.Series([0.8, 0.9, 0.7, 0.6]), pd.Series([1, 1, 2, 2])).endswith("(SE 0.100)")
+
+
+def test_the_command_line_names_the_set_with_dataset_and_checks_its_sha256(tmp_path, capsys):
+    # It had been refused with "use load_pathology", a Python-only hint; --csv skipped the checksum.
+    from minitorch_proto.cli import main
+
+    folder = _write(tmp_path / "data" / FILE, TOY_CSV).parent
+    code = main(["train", "--dataset", "ucsb_breast_cancer", "--data-dir", str(folder), "--epochs", "1",
+                 "--out", str(tmp_path / "m.safetensors")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(err) == 1 and "add --no-verify" in err[0], err
+    assert not (tmp_path / "m.safetensors").exists()
+
+
+@needs_real
+def test_train_and_predict_on_the_real_set_by_name(tmp_path, capsys):
+    from minitorch_proto.cli import main
+
+    model = tmp_path / "m.safetensors"
+    assert main(["train", "--dataset", "UCSB_breast_cancer", "--data-dir", str(SHARED), "--epochs", "1",
+                 "--prototypes", "3", "--out", str(model), "--quiet"]) == 0
+    assert "trained on 58 bags (ucsb_breast_cancer, 708 features)" in capsys.readouterr().out
+    assert main(["predict", "--model", str(model), "--dataset", "ucsb_breast_cancer", "--data-dir", str(SHARED)]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 59
