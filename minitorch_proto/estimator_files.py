@@ -132,7 +132,7 @@ def load_estimator(cls, path: str | os.PathLike):
     h = mf.header
     check_model_content(path, h, mf.tensors)
     if h.get("estimator", cls.__name__) != cls.__name__:
-        raise ModelFileError(f"{path} holds a {h.get('estimator')}, not a {cls.__name__}.")
+        raise ModelFileError(f"{path} holds a model of class {h.get('estimator')!r}, not a {cls.__name__}.")
     try:
         params = dict(h["params"])
         for key in ("pooling", "betas"):  # JSON has lists; the parameters were tuples
@@ -240,7 +240,10 @@ def check_model_content(path, h: dict, tensors: dict) -> None:
                     ("head_features", lambda v: v in ("all", "similarity")),
                     ("histories", lambda v: isinstance(v, list) and all(isinstance(e, dict) for e in v))):
         if key in h and (not isinstance(h[key], list) or len(h[key]) != n_members or not all(map(ok, h[key]))):
-            raise bad(f"{key} must hold one valid entry per member, got {h[key]!r}"[:200])
+            # Said by count first: a history is hundreds of numbers, which a one-line message cuts off.
+            n = len(h[key]) if isinstance(h[key], list) else None
+            got = type(h[key]).__name__ if n is None else f"{n} {'entry' if n == 1 else 'entries'}"
+            raise bad(f"{key} must hold one valid entry per member ({n_members}), got {got}: {h[key]!r}"[:200])
     history = h.get("history", [])  # save writes one dict of loss terms per epoch
     if not isinstance(history, list) or not all(isinstance(e, dict) for e in history):
         raise bad(f"history must be a list of per-epoch records (objects), got {history!r}"[:200])

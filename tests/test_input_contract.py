@@ -165,7 +165,8 @@ def test_a_header_that_is_not_an_object_is_a_one_line_error(saved, capsys):
 @pytest.mark.parametrize("case", ["nan prototypes", "repeated classes", "one class", "wrong shape", "members",
                                   "feature names", "no standardiser", "prototype shape", "head choices", "seed",
                                   "truncating dtype", "nested classes", "monotone weights", "stray statistics",
-                                  "sources width", "huge header sizes", "seeds and members", "chunk size"])
+                                  "sources width", "huge header sizes", "seeds and members", "chunk size",
+                                  "another class"])
 def test_model_files_are_validated_for_content(saved, case, capsys):
     path, bags = saved
 
@@ -180,7 +181,9 @@ def test_model_files_are_validated_for_content(saved, case, capsys):
         "repeated classes": (None, lambda h: {**h, "classes": [1, 1]}, "classes"),
         "one class": (None, lambda h: {**h, "classes": [1]}, "classes"),
         "wrong shape": (shape, None, "standardizer mean"),
-        "members": (None, lambda h: {**h, "n_members": 3}, "member"),
+        # Said by count: the history itself, hundreds of numbers, had filled the one line.
+        "members": (None, lambda h: {**h, "n_members": 3}, r"one valid entry per member \(3\), got 1 entry:"),
+        "another class": (None, lambda h: {**h, "estimator": "Other"}, "holds a model of class 'Other', not a "),
         # These loaded before and failed later (predict) or never (a wrong number of feature names).
         "feature names": (None, lambda h: {**h, "feature_names_in": ["a", "b"]}, "feature_names_in"),
         "no standardiser": (lambda t: t.pop("standardizer/scale"), None, "mean and scale"),
@@ -704,6 +707,15 @@ def test_wording_for_other_separators_modified_benchmarks_and_odd_bags(tmp_path,
     with pytest.raises(ValueError, match="seems separated by ';'"):
         load_bags_csv(semi)
     assert load_bags_csv(semi, sep=";", decimal=",").bags[0][0, 0] == 1.5
+    # A bag folder's labels file: no Python reader takes a separator, so the advice is to convert it alone.
+    from minitorch_proto.data.bag_files import BagFileError
+    from minitorch_proto.data.disk import DiskBagDataset
+
+    write_bag_folder(tmp_path / "bags", [np.ones((2, 1)), np.zeros((2, 1))], np.array([0, 1]), ["b1", "b2"])
+    (tmp_path / "labels.csv").write_text("bag;label\nb1;0\nb2;1\n")
+    with pytest.raises(BagFileError, match=r"separated by ';', not by commas \(convert it to a comma-separated "
+                                           r"file\)\.$"):
+        DiskBagDataset(tmp_path / "bags", tmp_path / "labels.csv")
     with pytest.raises(ValueError, match=r"instance 0, feature 0: 1e\+300\)"):
         check_bags([np.array([[1e300]])])
     with pytest.raises(ValueError, match=r"bags\[1\] could not be converted"):
@@ -1119,3 +1131,22 @@ def test_a_model_of_a_headerless_file_points_a_named_file_at_no_header(tmp_path,
     assert _run(capsys, "train", "--csv", tmp_path / "train.csv", "--no-header", *FAST, "--out", model)[0] == 0
     code, _, err = _run(capsys, "predict", "--model", model, "--csv", tmp_path / "named.csv")
     assert code == 2 and len(err.splitlines()) == 1 and "read this one with --no-header" in err, err
+
+
+def test_a_text_cell_among_numbers_is_named_by_its_line_and_value(tmp_path):
+    # NaN, infinity and float32 overflow were named by line and value; a stray word was named by column alone.
+    path = tmp_path / "d.csv"
+    path.write_text("bag,label,f0,f1\na,0,1.0,2.0\na,0,1.5,2.5\nb,1,3.0,x7\nb,1,3.5,4.0\n")
+    with pytest.raises(ValueError, match=r"\['f1'\] are not numeric \(dtype \w+, line 4: 'x7'\)"):
+        load_bags_csv(path)
+
+
+def test_a_labels_file_without_a_header_row_is_told_so(tmp_path):
+    from minitorch_proto.data.bag_files import BagFileError
+    from minitorch_proto.data.disk import DiskBagDataset
+
+    bags, y = make_concept_bags(n_bags=4, n_features=3)
+    write_bag_folder(tmp_path / "bags", bags, y, ["s0", "s1", "s2", "s3"])
+    (tmp_path / "labels.csv").write_text("".join(f"s{i},{int(v)}\n" for i, v in enumerate(y)))
+    with pytest.raises(BagFileError, match=r"first row reads as a bag and its label.*header row \(bag,label\)"):
+        DiskBagDataset(tmp_path / "bags", tmp_path / "labels.csv")

@@ -71,17 +71,19 @@ def ids_as_written(table: pd.DataFrame, path: str | os.PathLike, column, header=
     return raw.where(raw != "", np.nan).set_axis(ids.index)
 
 
-def check_row_widths(df: pd.DataFrame, where: str) -> None:
+def check_row_widths(df: pd.DataFrame, where: str, *, bags: bool = True) -> None:
     """Refuse a table whose rows have one field more than its header names.
 
     pandas then quietly takes the first column as the row index: the bag ids would be dropped and
-    every column read as its neighbour (labels as bag ids, the first feature as labels).
+    every column read as its neighbour (labels as bag ids, the first feature as labels). ``bags``:
+    the table is a bag CSV, which ``load_bags_csv`` can read with another separator (a bag
+    folder's labels file has no such reader, so its advice is to convert it).
     """
     sep = other_separator(df.columns)
     if sep and (not isinstance(df.index, pd.RangeIndex) or df.shape[1] == 1):
+        other = f", or read it with load_bags_csv(path, sep={sep!r}) in Python" if bags else ""
         raise ValueError(f"{where}: the header reads as one column: the file seems separated by {sep!r}, not by "
-                         f"commas (convert it to a comma-separated file, or read it with load_bags_csv(path, "
-                         f"sep={sep!r}) in Python).")
+                         f"commas (convert it to a comma-separated file{other}).")
     if not isinstance(df.index, pd.RangeIndex):
         raise ValueError(f"{where}: its rows have one field more than the header names columns (a name missing "
                          "from the header, or a comma at the end of every row?); fix the header or the rows.")

@@ -121,12 +121,12 @@ class DiskBagDataset(Sequence):
                 and not labels.resolve().is_relative_to(root.resolve())):
             # The folder's own labels file is the stranger's too; one named on purpose elsewhere is the user's.
             raise BagFileError(f"{labels} leads outside {root} (to {labels.resolve()}); {LINK_ADVICE}.")
-        from .csv_checks import check_row_widths, ids_as_written, read_labels
+        from .csv_checks import _all_numbers, check_row_widths, ids_as_written, read_labels
 
         try:
             text = {bag_col: str, **({label_col: str} if label_col is not None else {})}
             table = pd.read_csv(labels, dtype=text)
-            check_row_widths(table, str(labels))
+            check_row_widths(table, str(labels), bags=False)
             if bag_col in table.columns:  # "NA" is a bag's name here, as write_bag_folder writes it
                 table[bag_col] = ids_as_written(table, labels, bag_col)
             if label_col in table.columns:  # labels as written: "01" and "1" are not silently one class
@@ -136,7 +136,10 @@ class DiskBagDataset(Sequence):
         except ValueError as exc:  # the labels' or the rows' own one-line reasons, as this module's error
             raise BagFileError(str(exc)) from None
         if bag_col not in table.columns:
-            raise BagFileError(f"{labels}: no bag-id column {bag_col!r} (columns: {list(table.columns)}).")
+            # A file without a header row: its first bag and label became the column names.
+            hint = ("; its first row reads as a bag and its label, not names: a labels file needs a header row "
+                    f"({bag_col},{label_col or 'label'})" if any(_all_numbers([str(c)]) for c in table.columns) else "")
+            raise BagFileError(f"{labels}: no bag-id column {bag_col!r} (columns: {list(table.columns)}){hint}.")
         if len(table) == 0:
             raise BagFileError(f"{labels}: lists no bags.")
         ids = table[bag_col]

@@ -401,9 +401,16 @@ def from_dataframe(
     non_numeric = [c for c, t in zip(feature_cols, features.dtypes)
                    if not pd.api.types.is_numeric_dtype(t) or pd.api.types.is_complex_dtype(t)]
     if non_numeric:
+        first = df[non_numeric[0]]
+        # The first cell that is no number, as an editor shows it: in a 2,000-row file the line is what helps.
+        try:
+            stray = np.flatnonzero((pd.to_numeric(first, errors="coerce").isna() & first.notna()).to_numpy())
+        except (TypeError, ValueError):  # cells pandas cannot even try (lists, dicts): the column is named alone
+            stray = []
+        cell = f", {_row(df.index, int(stray[0]))}: {_plain(first.iloc[int(stray[0])])!r}" if len(stray) else ""
         raise ValueError(
             f"{where}: feature column(s) {shown_names(non_numeric)} are not numeric (dtype "
-            f"{df[non_numeric[0]].dtype}); convert or drop them, or pass feature_cols=."
+            f"{first.dtype}{cell}); convert or drop them, or pass feature_cols=."
         )
     X = features.to_numpy(dtype=np.float64)
     check_feature_values(X, where, columns=feature_cols, rows=df.index)
