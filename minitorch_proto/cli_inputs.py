@@ -168,8 +168,13 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
             raise ValueError(f"--bags-dir {bags_dir} is not a folder.")
         labels_path = _labels_path(args)
         if not labels and not labels_path.exists():  # predict and explain read only the ids
-            raise ValueError(f"--labels {labels_path}: no such file; to predict, a CSV with just a 'bag' column "
-                             "naming each bag's file (without its suffix) is enough.")
+            if args.labels:
+                raise ValueError(f"--labels {labels_path}: no such file; to predict, a CSV with just a 'bag' column "
+                                 "naming each bag's file (without its suffix) is enough.")
+            # New slides come without labels: every feature file of the folder is a bag to score.
+            ds = DiskBagDataset(bags_dir, None, follow_links=getattr(args, "follow_links", False))
+            _note(f"--bags-dir {bags_dir} has no labels.csv: scoring every feature file in it ({len(ds)} bags).")
+            return ds, None
         check_input_file(labels_path, "--labels")
         # Predicting reads no labels: a blank or odd label column is no error then.
         ds = DiskBagDataset(bags_dir, labels_path, bag_col=bag_col, label_col=label_col if labels else None,

@@ -331,3 +331,17 @@ def test_a_legacy_format_pt_bag_is_read_once_for_all_its_chunks(tmp_path, monkey
     chunks = [data.rows(2, s, s + 2) for s in range(0, 9, 2)]
     np.testing.assert_allclose(np.concatenate(chunks), bags[2])
     assert loads.count(False) == 1  # five whole reads of the file before, one per chunk
+
+
+def test_a_folder_without_a_labels_file_reads_every_feature_file_sorted_and_unlabelled(tmp_path):
+    bags, y = make_concept_bags(n_bags=3, n_features=2)
+    write_bag_folder(tmp_path / "f", bags, y, ["b", "a10", "a9"], fmt="npy")
+    ds = DiskBagDataset(tmp_path / "f", None)
+    assert list(ds.bag_ids) == ["a10", "a9", "b"] and ds.y is None and ds.unlisted == []
+    np.testing.assert_allclose(ds[2], bags[0], rtol=1e-6)  # "b", written first (as float32)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "labels.csv").write_text("bag\n")
+    with pytest.raises(BagFileError, match="holds no feature files"):
+        DiskBagDataset(tmp_path / "empty", None)
+    (tmp_path / "f" / "._b.npy").write_bytes(b"\x00\x05\x16\x07")  # macOS's AppleDouble twin: no bag
+    assert list(DiskBagDataset(tmp_path / "f", None).bag_ids) == ["a10", "a9", "b"]

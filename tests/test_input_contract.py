@@ -578,15 +578,27 @@ def test_the_readme_recipe_keeps_feature_names_and_predict_says_when_a_model_has
     assert code == 0 and "records no feature names" in err and "in their order: ['f0', 'f1'" in err
 
 
-def test_predicting_a_bag_folder_without_labels_says_what_is_enough(tmp_path, capsys):
+def test_predicting_a_bag_folder_without_labels_scores_every_feature_file(tmp_path, capsys):
+    # New slides come unlabelled: a folder without labels.csv had been refused (a labels file was required).
     bags, y = make_concept_bags(n_bags=6, n_features=3)
     write_bag_folder(tmp_path / "bags", bags, y, [f"s{i}" for i in range(6)], fmt="npy")
     model = PrototypeMILClassifier(epochs=1, n_prototypes=2).fit(bags, y).save(tmp_path / "m.safetensors")
+    code, want, _ = _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags")
     (tmp_path / "bags" / "labels.csv").unlink()
-    code, _, err = _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags")
+    np.save(tmp_path / "bags" / "new.npy", bags[0])  # a slide no labels file lists
+    code, out, err = _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags")
+    assert code == 0 and "has no labels.csv: scoring every feature file in it (7 bags)" in err, err
+    lines, before = out.splitlines(), want.splitlines()
+    assert lines[0] == before[0] and lines[2:] == before[1:]  # ids sorted: "new" first, then s0-s5 as before
+    assert lines[1] == "new" + before[1][len("s0"):]  # a copy of s0's bag, scored alike
+    code, _, err = _run(capsys, "explain", "--model", model, "--bags-dir", tmp_path / "bags", "--top", "1")
+    assert code == 0, err
+    # A labels file named on purpose and missing is still an error, with what is enough; training needs labels.
+    code, _, err = _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags", "--labels",
+                        tmp_path / "none.csv")
     assert code == 2 and "a CSV with just a 'bag' column" in err and len(err.splitlines()) == 1
-    pd.DataFrame({"bag": [f"s{i}" for i in range(6)]}).to_csv(tmp_path / "bags" / "labels.csv", index=False)
-    assert _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags")[0] == 0
+    code, _, err = _run(capsys, "train", "--bags-dir", tmp_path / "bags", *FAST, "--out", tmp_path / "n.safetensors")
+    assert code == 2 and len(err.splitlines()) == 1 and not (tmp_path / "n.safetensors").exists()
 
 
 def _raw_csv(path, header, rows):

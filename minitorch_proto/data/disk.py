@@ -34,7 +34,7 @@ from numpy.typing import DTypeLike
 
 from .bag_files import (FEATURE_SUFFIXES, LINK_ADVICE, BagFile, BagFileError, as_numpy, check_bag_id, escape_breaks,
                         first_line, kind_ok, open_array)
-from .containers import plain_labels
+from .labels_file import folder_ids, read_labels_file
 from ..validation import check_chunk_size
 
 __all__ = ["BagFileError", "DiskBagDataset", "FEATURE_SUFFIXES", "write_bag_folder"]
@@ -61,9 +61,10 @@ class DiskBagDataset(Sequence):
     root : path
         Folder holding ``<bag id>.npy``, ``<bag id>.pt`` or ``<bag id>.h5`` files,
         each of shape (n_instances, n_features) (a 1-D array is one instance).
-    labels : path
+    labels : path or None
         CSV with one row per bag: a bag-id column and, for training, a label column.
-        Only the bags it lists are used, in its order.
+        Only the bags it lists are used, in its order. None: every feature file of
+        ``root``, ids sorted, no labels (``y`` is None), as for bags only to be predicted.
     bag_col, label_col : str
         Column names in ``labels`` (the CLI's ``--bag-col``/``--label-col``); ``label_col=None``
         reads no labels (``y`` is None), as for bags only to be predicted.
@@ -100,7 +101,7 @@ class DiskBagDataset(Sequence):
     def __init__(
         self,
         root: str | os.PathLike,
-        labels: str | os.PathLike,
+        labels: str | os.PathLike | None,
         *,
         bag_col: str = "bag",
         label_col: str | None = "label",
@@ -109,59 +110,21 @@ class DiskBagDataset(Sequence):
         name: str | None = None,
         follow_links: bool = False,
     ) -> None:
-        import pandas as pd
-
-        root, labels = Path(root), Path(labels)
+        root = Path(root)
         self.follow_links = bool(follow_links)
         if not root.is_dir():
             raise FileNotFoundError(f"Bag folder {root} does not exist or is not a folder.")
-        if not labels.is_file():
-            raise FileNotFoundError(f"Labels file {labels} does not exist.")
-        if (labels.is_symlink() and not self.follow_links and labels.parent.resolve() == root.resolve()
-                and not labels.resolve().is_relative_to(root.resolve())):
-            # The folder's own labels file is the stranger's too; one named on purpose elsewhere is the user's.
-            raise BagFileError(f"{labels} leads outside {root} (to {labels.resolve()}); {LINK_ADVICE}.")
-        from .csv_checks import _all_numbers, check_row_widths, ids_as_written, read_labels
-
-        try:
-            text = {bag_col: str, **({label_col: str} if label_col is not None else {})}
-            table = pd.read_csv(labels, dtype=text)
-            check_row_widths(table, str(labels), bags=False)
-            if bag_col in table.columns:  # "NA" is a bag's name here, as write_bag_folder writes it
-                table[bag_col] = ids_as_written(table, labels, bag_col)
-            if label_col in table.columns:  # labels as written: "01" and "1" are not silently one class
-                table[label_col] = read_labels(table, labels, label_col, str(labels))
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            raise BagFileError(f"{labels}: not a readable CSV ({first_line(exc)}).") from None
-        except ValueError as exc:  # the labels' or the rows' own one-line reasons, as this module's error
-            raise BagFileError(str(exc)) from None
-        if bag_col not in table.columns:
-            # A file without a header row: its first bag and label became the column names.
-            hint = ("; its first row reads as a bag and its label, not names: a labels file needs a header row "
-                    f"({bag_col},{label_col or 'label'})" if any(_all_numbers([str(c)]) for c in table.columns) else "")
-            raise BagFileError(f"{labels}: no bag-id column {bag_col!r} (columns: {list(table.columns)}){hint}.")
-        if len(table) == 0:
-            raise BagFileError(f"{labels}: lists no bags.")
-        ids = table[bag_col]
-        if ids.isna().any():
-            raise BagFileError(f"{labels}: line {int(np.flatnonzero(ids.isna())[0]) + 2} has no bag id.")
-        for bag_id in ids:
-            check_bag_id(bag_id, str(labels))
-        dup = ids[ids.duplicated()]
-        if len(dup):
-            raise BagFileError(f"{labels}: bag id {dup.iloc[0]!r} is listed twice.")
-        y = None
-        if label_col in table.columns:
-            lab = table[label_col]
-            if lab.isna().any():
-                bad = int(np.flatnonzero(lab.isna())[0])
-                raise BagFileError(f"{labels}: bag {ids.iloc[bad]!r} (line {bad + 2}) has no label.")
-            y = plain_labels(lab.to_numpy(), str(labels))
+        if labels is None:  # every feature file of the folder, unlabelled (for prediction)
+            labels, ids, y, columns = None, folder_ids(root), None, []
+        else:
+            labels = Path(labels)
+            ids, y, columns = read_labels_file(root, labels, bag_col=bag_col, label_col=label_col,
+                                               follow_links=self.follow_links)
         self.root, self.labels_path, self.key = root, labels, key
         self.check_finite = bool(check_finite)
         self.name = name or root.name
-        self.columns = [str(c) for c in table.columns]
-        self.bag_ids = ids.astype(str).to_numpy()
+        self.columns = columns
+        self.bag_ids = ids
         self.y = y
         self._files = [self._inspect(str(b)) for b in self.bag_ids]
         listed = set(self.bag_ids.tolist())
