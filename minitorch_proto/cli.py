@@ -203,8 +203,8 @@ def cmd_cv(args) -> int:
         task = CVTask(data.name, data.bags, y, folds, mconf, tconf, std, bag_ids=data.bag_ids, classes=classes)
         res, predictions = evaluate_tasks([task], evaluations=evaluations, device=args.device,
                                           progress=not args.quiet, backend=args.backend, return_predictions=True)
-    summ = summarize(res)
-    print(summ.to_string(index=False))
+    # With one repeat the standard errors over repeats are undefined: their all-NaN columns are not printed.
+    print(summarize(res).dropna(axis=1, how="all").round(4).to_string(index=False))
     if out is not None:  # the per-fold CSV and, beside it, each test bag's scores and what made them: all or none
         write_together({out: res.to_csv(index=False), scored: predictions.to_csv(index=False),
                         record: _run_record(args, [PROTOTYPE_COMPAT if args.compat == "official" else PROTOTYPE],

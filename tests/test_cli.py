@@ -737,3 +737,14 @@ def test_reproduce_refuses_a_common_budget_no_row_takes(budget, tmp_path, monkey
     assert len(err.strip().splitlines()) == 1 and f"drop --budget {budget} or add a baseline" in err
     assert "prototype, prototype-tuned have no common budget" in err
     assert not (tmp_path / "r").exists()
+
+
+def test_cv_prints_no_empty_standard_error_columns_for_one_repeat(tmp_path, capsys):
+    frame, _ = _user_frame(n_bags=12)
+    frame.to_csv(tmp_path / "mine.csv", index=False)
+    quick = ["--epochs", "1", "--prototypes", "2", "--folds", "2", "--device", "cpu", "--quiet"]
+    assert main(["cv", "--csv", str(tmp_path / "mine.csv"), *quick, "--repeats", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "accuracy_mean" in out and "se_repeats" not in out and "NaN" not in out, out
+    assert main(["cv", "--csv", str(tmp_path / "mine.csv"), *quick, "--repeats", "2"]) == 0
+    assert "accuracy_se_repeats" in capsys.readouterr().out  # defined from two repeats on
