@@ -5,11 +5,13 @@ One command does the whole job::
     MINITORCH_PROTO_DATA=../shared/data/mil .venv/bin/python benchmarks/freeze_monotone.py --freeze
 
 It runs ``minitorch-proto reproduce --methods prototype-monotone --quiet --out <folder>`` (``reproduce``'s
-defaults: 5 x stratified 10-fold CV, the folds of every other row of the book; about ten seconds on two cores),
-prints each data set's mean accuracy and AUC beside the frozen table's and how many of the 250 folds are equal,
-and with ``--freeze`` writes the new rows as ``monotone_results`` with this command, the commit read at startup
-and the wall time. ``--from <folder>`` reads a finished ``reproduce`` output holding the monotone rows (e.g.
-``reproduce --methods all``) instead of running it; ``--freeze`` then names the code its ``run.json`` records.
+defaults: 5 x stratified 10-fold CV, the folds of every other row of the book; under a minute on two cores,
+most of it starting Python and torch and compiling the loops), prints each data set's mean accuracy and AUC beside
+the frozen table's and how many of the 250 folds are equal, and with ``--freeze`` writes the new rows as
+``monotone_results`` with this command, the commit read at startup and the method's wall time (``reproduce``'s
+``timings.csv``). ``--from <folder>`` reads a finished ``reproduce`` output holding the monotone rows (e.g.
+``reproduce --methods all``) instead of running it; ``--freeze`` then names the code its ``run.json`` records
+and refuses a run whose settings are not ``reproduce``'s defaults (another seed, epochs or rates).
 The table had been copied by hand from a ``reproduce`` folder; this script is that step. The last line is a
 JSON object.
 """
@@ -19,7 +21,6 @@ import json
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,8 @@ from minitorch_proto import methods
 from minitorch_proto.book.frozen import load_frozen, write_frozen
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from script_args import Parser, commit_hash, freeze_commit, full_run_gap, refuse_nan  # noqa: E402
+from script_args import (Parser, commit_hash, freeze_commit, full_run_gap, refuse_nan,  # noqa: E402
+                         reproduce_defaults_gap, run_record)
 
 NAME = "monotone_results"
 KEY = "prototype-monotone"
@@ -40,22 +42,38 @@ def compare(new: pd.DataFrame, old: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """Per data set, the mean accuracy and AUC now and in the frozen table; and how many folds are equal."""
     both = new[KEYS + ["accuracy", "auc"]].merge(old[KEYS + ["accuracy", "auc"]], on=KEYS, how="left",
                                                  suffixes=("", "_frozen"))
-    equal = int((np.isclose(both["accuracy"], both["accuracy_frozen"], rtol=0, atol=1e-12)
-                 & np.isclose(both["auc"], both["auc_frozen"], rtol=0, atol=1e-12)).sum())
+    same = [np.isclose(both[c], both[f"{c}_frozen"], rtol=0, atol=1e-12, equal_nan=True) for c in ("accuracy", "auc")]
     means = both.groupby("dataset", sort=False)[["accuracy", "accuracy_frozen", "auc", "auc_frozen"]].mean()
-    return means.reset_index(), equal
+    return means.reset_index(), int((same[0] & same[1]).sum())
 
 
 def _folder_commit(p: Parser, folder: Path) -> str:
-    """The commit a ``--from`` folder's run.json names, refused unless it is a plain hash (committed code)."""
-    record = folder / "run.json"
-    recorded = json.loads(record.read_text()).get("commit") if record.is_file() else None
-    if recorded is None:
-        p.error(f"{folder} has no run.json naming its code; a frozen table must name the commit that made it")
+    """The commit a ``--from`` folder's run.json names, refused unless it is a plain hash (committed code) and the
+    run used ``reproduce``'s defaults."""
     try:
-        return commit_hash(recorded, str(record))
+        record = run_record(folder)
     except ValueError as exc:
         p.error(str(exc))
+    if record is None or record.get("commit") is None:
+        p.error(f"{folder} has no run.json naming its code (a frozen table must name the commit that made it): "
+                "run freeze_monotone.py without --from")
+    gap = reproduce_defaults_gap(record)
+    if gap:
+        p.error(f"{folder} was {gap}; the table holds the defaults' rows")
+    try:
+        return commit_hash(record["commit"], str(folder / "run.json"))
+    except ValueError as exc:
+        p.error(str(exc))
+
+
+def _as_frozen(rows: pd.DataFrame, old: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with the frozen table's whole-number columns whole again: read beside the baselines' rows (which
+    leave ``epoch`` empty), pandas reads them as floats, and 30 would be written 30.0."""
+    rows = rows.copy()
+    for column in old.columns:
+        if column in rows and pd.api.types.is_integer_dtype(old[column]) and rows[column].notna().all():
+            rows[column] = rows[column].astype(old[column].dtype)
+    return rows
 
 
 def main(argv=None) -> int:
@@ -67,13 +85,14 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.note and not args.freeze:
         p.error("--note goes with --freeze (it is a line of the frozen table's provenance)")
+    if args.from_dir and args.out != p.get_default("out"):
+        p.error("--out names the folder of a run made here; --from reads a finished one")
     commit = freeze_commit(p) if args.freeze and not args.from_dir else None  # before the run: no edit meanwhile
     try:  # read now: a missing or damaged table stops the script before its work, not after
         old = load_frozen(NAME)
     except (OSError, ValueError) as exc:
         p.error(f"cannot read the frozen table {NAME} to compare with: {exc}")
     label = methods.get(KEY).label
-    t0 = time.perf_counter()
     if args.from_dir:
         out = Path(args.from_dir)
         if not (out / "results.csv").is_file():
@@ -85,12 +104,18 @@ def main(argv=None) -> int:
         if subprocess.run(cmd).returncode != 0:
             print("error: the reproduce run failed; nothing frozen", file=sys.stderr)
             return 1
-    wall = time.perf_counter() - t0
+    if args.freeze and args.from_dir:
+        commit = _folder_commit(p, out)  # before reading rows: a run of other settings is refused first
     results = pd.read_csv(out / "results.csv", dtype={"dataset": str, "method": str})
     if not set(KEYS + ["method", "evaluation", "accuracy", "auc"]) <= set(results.columns):
         p.error(f"{out}/results.csv is not a reproduce run's (it needs method, evaluation, {', '.join(KEYS)}, "
                 "accuracy and auc)")
-    results = results[results["method"] == label].reset_index(drop=True)
+    results = _as_frozen(results[results["method"] == label].reset_index(drop=True), old)
+    # The method's own time, as measured_results records it (the command's would add Python's and torch's start).
+    timings = pd.read_csv(out / "timings.csv") if (out / "timings.csv").is_file() else pd.DataFrame()
+    wall = float("nan")
+    if {"method", "wall_seconds"} <= set(timings.columns) and (timings["method"] == label).any():
+        wall = float(timings.loc[timings["method"] == label, "wall_seconds"].sum())
     gap = full_run_gap(results, [label])
     if gap and args.freeze:  # the table replaces the whole monotone_results: a part would drop rows from the book
         p.error(f"{out} is {gap}")
@@ -99,22 +124,21 @@ def main(argv=None) -> int:
     means, equal = compare(results[results["evaluation"] == "final"], old[old["evaluation"] == "final"])
     print(means.round(4).to_string(index=False))
     n = int((results["evaluation"] == "final").sum())
-    print(f"{equal} of {n} folds equal the frozen table's (accuracy and AUC); {wall:.0f} s")
+    took = f"; the method took {wall:.0f} s" if np.isfinite(wall) else "; no timings.csv time for the method"
+    print(f"{equal} of {n} folds equal the frozen table's (accuracy and AUC){took}")
     if args.freeze:
         unscored = refuse_nan(results[results["evaluation"] == "final"], ["accuracy", "auc"])
         if unscored:
             p.error(f"nothing frozen: {unscored}")
-        if args.from_dir:
-            commit = _folder_commit(p, out)
         path = write_frozen(
             results, NAME, command=command,
             description="5x10-fold CV per-fold results of the monotone prototype variant (unit-test settings) on "
                         "the five benchmarks (minitorch-proto reproduce --methods prototype-monotone)",
-            commit=commit, **({} if args.from_dir else {"wall_seconds": round(wall, 1)}),
+            commit=commit, **({"wall_seconds": round(wall, 1)} if np.isfinite(wall) else {}),
             **({"note": args.note} if args.note else {}),
         )
         print(f"froze {path.name} (commit {commit})")
-    print(json.dumps({"folds": n, "equal": equal, "wall_seconds": round(wall, 1)}))
+    print(json.dumps({"folds": n, "equal": equal, "wall_seconds": round(wall, 1) if np.isfinite(wall) else None}))
     return 0
 
 

@@ -12,7 +12,8 @@ results as ``measured_results`` with the command, the commit of the code that ra
 core count and each method's wall time. ``--from <folder>`` reuses a finished ``reproduce`` output
 instead of running it again: ``--freeze`` then takes the code's commit from the folder's ``run.json``
 (``--commit`` for a folder without one), records the ``--from`` command, and refuses a folder short of
-every method x five data sets x 5 x 10 folds, or with a fold that has no score. The last line is a JSON object.
+every method x five data sets x 5 x 10 folds, with a fold that has no score, or whose run.json records
+settings other than ``reproduce``'s defaults (another seed, epochs or rates). The last line is a JSON object.
 
 Beside them it prints the wall time of the same method in the run that made the table being
 replaced (``previous_s``, from its provenance file's ``wall_seconds``) and the speed-up since
@@ -42,7 +43,8 @@ from minitorch_proto.about import code_version
 from minitorch_proto.book.frozen import GIT_HASH, load_frozen, provenance, write_frozen
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from script_args import Parser, commit_hash, freeze_commit, full_run_gap, refuse_nan  # noqa: E402
+from script_args import (Parser, commit_hash, freeze_commit, full_run_gap, refuse_nan,  # noqa: E402
+                         reproduce_defaults_gap, run_record)
 
 COMMAND = "python benchmarks/reproduce_all.py --freeze"
 #: The folds of the run this script makes: ``reproduce``'s defaults (it passes no --repeats or --folds).
@@ -67,7 +69,15 @@ def _recorded_commit(p: Parser, folder: Path, given: str | None, freeze: bool) -
     """The commit of the code that made ``folder``: its run.json's, else ``--commit``; with ``--freeze`` a plain
     hash is required (a table must name code a reader can check out)."""
     record = folder / "run.json"
-    recorded = json.loads(record.read_text()).get("commit") if record.is_file() else None
+    try:
+        run = run_record(folder)
+    except ValueError as exc:
+        p.error(str(exc))
+    recorded = run.get("commit") if run else None
+    # A record without settings (an older reproduce's) cannot show them: --commit vouches for it, as for its code.
+    gap = reproduce_defaults_gap(run) if run and freeze and not (given and "settings" not in run) else None
+    if gap:  # the table holds the defaults' rows: a run with another seed, epochs or rates is not them
+        p.error(f"{folder} was {gap}")
     if recorded and not re.fullmatch(GIT_HASH + r"(\+dirty)?", str(recorded)):
         recorded = None  # a run made outside a git checkout names no commit: --commit does
     # run.json holds 12 hex digits and a note may give 7: the same commit when one begins the other.

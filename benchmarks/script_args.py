@@ -6,8 +6,10 @@ trained, with one line and exit status 2 (:class:`Parser`)."""
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import re
+from pathlib import Path
 
 # The package's command line reads counts and prints usage errors this way already: one home for each.
 from minitorch_proto.book import frozen
@@ -18,7 +20,7 @@ from minitorch_proto.outputs import check_input_file, check_output_path
 
 __all__ = ["FIVE", "Parser", "commit_hash", "count", "count_list", "digit", "digit_list", "freeze_commit",
            "full_run_gap", "input_file", "int_list", "output_file", "output_folder", "probe_arguments", "refuse_nan",
-           "seed", "seed_list", "seed_option", "seed_text", "whole_numbers"]
+           "reproduce_defaults_gap", "run_record", "seed", "seed_list", "seed_option", "seed_text", "whole_numbers"]
 
 #: The five benchmarks a full run covers, in the paper's order.
 FIVE = tuple(BENCHMARKS)
@@ -167,6 +169,42 @@ def full_run_gap(rows, labels, repeats: int = 5, folds: int = 10) -> str | None:
     more = f"; and {len(short) - 6} more" if len(short) > 6 else ""
     return (f"not a full run ({len(short)} of {len(labels) * len(FIVE)} method x data set cells not exactly "
             f"{repeats} x {folds} folds): {'; '.join(short[:6])}{more}")
+
+
+def run_record(folder) -> dict | None:
+    """A ``reproduce`` output folder's ``run.json`` (None when it has none); a ValueError in one line when it is
+    not a JSON object."""
+    path = Path(folder) / "run.json"
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{path} is not readable JSON ({str(exc).splitlines()[0]})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path} is not a run record (a JSON {type(record).__name__}, not an object)")
+    return record
+
+
+#: ``reproduce``'s settings that change no row of its results: where it writes, what it prints, how the data are
+#: fetched, the device (recorded beside the rows), and the methods and data sets (checked by the rows themselves).
+_NOT_RESULTS = frozenset({"out", "quiet", "reported", "data_dir", "no_download", "no_verify", "download_timeout",
+                          "device", "backend", "methods", "datasets"})
+
+
+def reproduce_defaults_gap(record: dict) -> str | None:
+    """The settings of a ``reproduce`` run (its ``run.json``) that differ from the command's defaults, named in
+    one line; None when every setting that shapes the rows is the default (a frozen table made by the defaults
+    must not take a run with another seed, epochs or rates)."""
+    from minitorch_proto.cli import build_parser
+
+    settings = record.get("settings")
+    if not isinstance(settings, dict):
+        return "its run.json records no settings, so the run cannot be shown to use reproduce's defaults"
+    defaults = vars(build_parser().parse_args(["reproduce"]))
+    changed = [f"{k}={settings[k]!r}" for k in sorted(settings)  # (the parser's own entries, e.g. func, are no setting)
+               if k not in _NOT_RESULTS and k in defaults and not callable(defaults[k]) and settings[k] != defaults[k]]
+    return f"not run with reproduce's defaults ({', '.join(changed)})" if changed else None
 
 
 def refuse_nan(rows, columns) -> str | None:

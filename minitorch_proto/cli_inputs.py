@@ -40,7 +40,7 @@ def load_benchmark_for(args, name: str, *, pathology: bool = False):
 
 def in_cli_words(text: str) -> str:
     """A loader's advice with the command line's flags for its arguments (data_dir=, download=False)."""
-    text = re.sub(r"Call load_benchmark\([^)]*\)", "Drop --no-download", text)
+    text = re.sub(r"Call load_(benchmark|pathology)\([^)]*\)", "Drop --no-download", text)
     # A modified benchmark copy: the library points at read_mil_csv, the command line at --csv.
     text = re.sub(r"^(.*?) does not match (.*)Use read_mil_csv to read a modified copy\.$",
                   r"\1 does not match \2To use a modified copy, pass it as --csv \1 --no-header.", text, flags=re.S)
@@ -235,8 +235,7 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
                          "name it with --label-col.")
     if not labels:
         # Predicting ignores labels: a placeholder (blank or mixed labels are no error), one reader for both cases.
-        if label_col in columns:
-            _note_mixed_labels(df, path, bag_col, label_col)
+        mixed = _mixed_labels(df, path, bag_col, label_col) if label_col in columns else None
         # concat, not assign or df[...] = : read_csv gives a wide file one block per column, and adding a column
         # to a frame of over 100 blocks prints pandas' two-line fragmentation warning.
         df = pd.concat([df.drop(columns=[label_col], errors="ignore"),
@@ -257,8 +256,8 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         if missing:
             hint = ""
             if all(n.isdigit() for n in names):  # column numbers: what a file without a header gives its columns
-                hint = (" The model was trained on a file without a header (its features are named by column "
-                        "number): read this one with --no-header, its columns in the training file's order.")
+                hint = (" If the model was trained on a file without a header (its features are named by column "
+                        "number), read this one with --no-header, its columns in the training file's order.")
             raise ValueError(f"--csv {path} is missing feature column(s) {shown_names(missing)} that the model was "
                              f"trained on.{hint}")
         if extra:
@@ -275,6 +274,8 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         raise ValueError(message) from None
     if labels:
         _check_label_column(ds.y, f"--csv {path}", label_col)
+    elif mixed:  # said once the file has read without an error, which would be its one line
+        _note(mixed)
     trimmed: dict[str, str] = {}
     for bag_id in map(str, ds.bag_ids):  # ids stay as written; a spreadsheet's stray space splits a bag in two
         twin = trimmed.setdefault(bag_id.strip(), bag_id)
@@ -307,21 +308,21 @@ def _check_label_column(y, where: str, label_col: str) -> None:
               "(e.g. 0/1) if the other class is the positive one.")
 
 
-def _note_mixed_labels(df: pd.DataFrame, path: Path, bag_col: str, label_col: str) -> None:
-    """A note when a file read for prediction has bags whose instances disagree in the label column.
+def _mixed_labels(df: pd.DataFrame, path: Path, bag_col: str, label_col: str) -> str | None:
+    """A note for a file read for prediction whose bags' instances disagree in the label column; None otherwise.
 
     Predicting ignores labels, so nothing else would notice a file whose bag and label columns are swapped
     (a headerless ``bag, label, ...`` file read with --no-header's ``label, bag, ...``): its few "bags" are
     the label values, each mixing many real bags, and the predictions look like any others.
     """
-    labels = df[label_col].astype(str).where(df[label_col].notna())
-    counts = labels.groupby(df[bag_col], sort=False).nunique()
+    counts = df[label_col].groupby(df[bag_col], sort=False).nunique()  # blanks (NaN) are not counted
     mixed = counts[counts > 1]
-    if len(mixed):
-        _note(f"--csv {path}: {len(mixed)} of {len(counts)} bags hold instances with different values in the label "
-              f"column {label_col!r} (bag {str(mixed.index[0])!r}: {int(mixed.iloc[0])} values); predicting ignores "
-              "labels, but if that column holds the bag ids, the bag and label columns are swapped (--bag-col, "
-              "--label-col).")
+    if not len(mixed):
+        return None
+    return (f"--csv {path}: {len(mixed)} of {len(counts)} bags hold instances with different values in the label "
+            f"column {label_col!r} (bag {str(mixed.index[0])!r}: {int(mixed.iloc[0])} values); predicting ignores "
+            "labels, but if that column holds the bag ids, the bag and label columns are swapped (--bag-col, "
+            "--label-col).")
 
 
 def _note(message: str) -> None:

@@ -100,21 +100,32 @@ def _cases(root: Path) -> dict[str, tuple[list[str], Path, dict]]:
     folder = case("reproduce_no_commit", "measured_results")
     run = _run_dir(folder / "run", measured, None)
     cases["reproduce_no_commit"] = (["reproduce_all.py", "--from", str(run), "--freeze"], folder, {})
-    folder = case("reproduce_full", "measured_results")
-    run = _run_dir(folder / "run", measured, "abc1234")
-    cases["reproduce_full"] = (["reproduce_all.py", "--from", str(run), "--freeze"], folder, {})
+    from minitorch_proto.cli import build_parser
 
-    # freeze_monotone --from: Musk1's 50 folds only, then all 250 (from the frozen table itself).
+    defaults = {k: v for k, v in vars(build_parser().parse_args(["reproduce"])).items() if not callable(v)}
+    for name, settings in (("reproduce_full", {}), ("reproduce_other_rates", {"lr_prototypes": 0.01})):
+        folder = case(name, "measured_results")
+        run = _run_dir(folder / "run", measured, None)
+        (run / "run.json").write_text(json.dumps({"command": "reproduce", "commit": "abc1234",
+                                                  "settings": {**defaults, **settings}}, default=str))
+        cases[name] = (["reproduce_all.py", "--from", str(run), "--freeze"], folder, {})
+
+    # freeze_monotone --from: Musk1's 50 folds only, then all 250 (from the frozen table itself) beside a baseline's
+    # row with no epoch (so pandas reads the column as floats), a run of uncommitted code, and one with another seed.
     monotone = frozen.load_frozen("monotone_results")
-    folder = case("monotone_partial", "monotone_results")
-    run = _run_dir(folder / "run", monotone[monotone["dataset"] == "musk1"], "abc1234")
-    cases["monotone_partial"] = (["freeze_monotone.py", "--from", str(run), "--freeze"], folder, {})
-    folder = case("monotone_full", "monotone_results")
-    run = _run_dir(folder / "run", monotone, "abc1234def56")
-    cases["monotone_full"] = (["freeze_monotone.py", "--from", str(run), "--freeze"], folder, {})
-    folder = case("monotone_dirty_run", "monotone_results")
-    run = _run_dir(folder / "run", monotone, "abc1234def56+dirty")
-    cases["monotone_dirty_run"] = (["freeze_monotone.py", "--from", str(run), "--freeze"], folder, {})
+
+    def monotone_run(name, rows, commit, **settings):
+        folder = case(name, "monotone_results")
+        run = _run_dir(folder / "run", rows, None)
+        record = {"command": "reproduce", "commit": commit, "settings": {**defaults, **settings}}
+        (run / "run.json").write_text(json.dumps(record, default=str))
+        cases[name] = (["freeze_monotone.py", "--from", str(run), "--freeze"], folder, {})
+
+    monotone_run("monotone_partial", monotone[monotone["dataset"] == "musk1"], "abc1234")
+    beside = monotone.iloc[:1].assign(method="MILES", epoch=float("nan"))
+    monotone_run("monotone_full", pd.concat([monotone, beside], ignore_index=True), "abc1234def56")
+    monotone_run("monotone_dirty_run", monotone, "abc1234def56+dirty")
+    monotone_run("monotone_other_seed", monotone, "abc1234def56", seed=3, epochs=5)
 
     # freeze_common_budget: a full 50-fold run of which two folds have no score.
     folder = case("budget_nan")
@@ -243,6 +254,10 @@ def test_reproduce_all_never_records_an_unknown_commit(ran):
     _refused(ran["reproduce_no_commit"], "no run.json naming its code", "--commit")
 
 
+def test_reproduce_all_refuses_a_run_of_other_settings(ran):
+    _refused(ran["reproduce_other_rates"], "not run with reproduce's defaults (lr_prototypes=0.01)")
+
+
 def test_reproduce_all_records_the_runs_commit_and_the_from_command(ran):
     result = ran["reproduce_full"]
     assert result.rc == 0, result.err
@@ -261,6 +276,10 @@ def test_freeze_monotone_refuses_a_run_of_uncommitted_code(ran):
     _refused(ran["monotone_dirty_run"], "run.json", "plain git commit hash", "+dirty")
 
 
+def test_freeze_monotone_refuses_a_run_of_other_settings(ran):
+    _refused(ran["monotone_other_seed"], "not run with reproduce's defaults (epochs=5, seed=3)")
+
+
 def test_freeze_monotone_records_the_runs_commit_and_compares_every_fold(ran):
     result = ran["monotone_full"]
     assert result.rc == 0, result.err
@@ -269,7 +288,8 @@ def test_freeze_monotone_records_the_runs_commit_and_compares_every_fold(ran):
     assert meta["command"] == f"python benchmarks/freeze_monotone.py --from {result.folder / 'run'} --freeze"
     table = pd.read_csv(result.folder / "frozen" / "monotone_results.csv")
     assert len(table) == 250 and set(table["dataset"]) == set(frozen.load_frozen("monotone_results")["dataset"])
-    assert result.changed == ["frozen/monotone_results.json"]  # the same rows: the same CSV, new provenance
+    # The same rows, epochs whole beside the baseline's empty one: the same CSV, new provenance.
+    assert result.changed == ["frozen/monotone_results.json"]
     assert "250 of 250 folds equal the frozen table's" in result.out
 
 

@@ -1124,6 +1124,11 @@ def test_predict_says_when_the_bag_and_label_columns_look_swapped(tmp_path, caps
     assert "the bag and label columns are swapped" in err
     code, _, err = _run(capsys, "predict", "--model", model, "--csv", tmp_path / "train.csv", "--no-header")
     assert code == 0 and "different values" not in err  # one label per bag: nothing to say
+    broken = frame[["bag", "label", *frame.columns[2:]]].astype(object)
+    broken.iloc[3, 4] = "nan"
+    broken.to_csv(tmp_path / "broken.csv", index=False, header=False)
+    code, _, err = _run(capsys, "predict", "--model", model, "--csv", tmp_path / "broken.csv", "--no-header")
+    assert code == 2 and len(err.splitlines()) == 1 and "different values" not in err, err  # the error alone
 
 
 def test_train_names_the_columns_it_took_as_features(tmp_path, capsys):

@@ -352,3 +352,13 @@ def test_train_and_predict_on_the_real_set_by_name(tmp_path, capsys):
     assert "trained on 58 bags (ucsb_breast_cancer, 708 features)" in capsys.readouterr().out
     assert main(["predict", "--model", str(model), "--dataset", "ucsb_breast_cancer", "--data-dir", str(SHARED)]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 59
+
+
+def test_the_command_line_says_drop_no_download_not_the_python_call(tmp_path, monkeypatch, capsys):
+    from minitorch_proto.cli import main
+
+    monkeypatch.setenv(CACHE_ENV_VAR, str(tmp_path / "cache"))
+    code = main(["train", "--dataset", "ucsb_breast_cancer", "--no-download", "--out", str(tmp_path / "m.safetensors")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(err) == 1, err
+    assert "Drop --no-download" in err[0] and "load_pathology(" not in err[0], err[0]

@@ -89,8 +89,8 @@ class AttentionMIL(TorchMILClassifier):
     dtype : {"float32", "float64"}
         Floating-point type of the network and data (float64 for exact comparisons).
     random_state : int, RandomState or None
-    verbose : bool
-        Show a tqdm progress bar over epochs.
+    verbose : bool or int
+        Show a tqdm progress bar over epochs (a count >= 0 as in scikit-learn: any but 0 shows it).
 
     Attributes
     ----------

@@ -201,8 +201,8 @@ class miNet(_MINNBase):  # noqa: N801 - the paper's name
     dtype : {"float32", "float64"}, default="float32"
         Floating-point type of the network and data.
     random_state : int, RandomState or None, default=None
-    verbose : bool, default=False
-        Show a tqdm progress bar over epochs.
+    verbose : bool or int, default=False
+        Show a tqdm progress bar over epochs (a count >= 0 as in scikit-learn: any but 0 shows it).
     """
 
     def _build_network(self, n_features: int) -> nn.Module:
