@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["check_header", "check_row_widths", "check_spellings", "header_names", "ids_as_written",
+__all__ = ["all_numbers", "check_header", "check_row_widths", "check_spellings", "header_names", "ids_as_written",
            "label_wording", "labels_from_text", "looks_like_data", "other_separator", "read_labels"]
 
 
@@ -37,10 +37,10 @@ def other_separator(columns: Sequence) -> str | None:
 
 def looks_like_data(names: Sequence[str]) -> bool:
     """Whether a header row reads as a row of data: numbers, but for one text bag id (``0,b000,0.1,...``)."""
-    return len(names) > 2 and sum(not _all_numbers([n]) for n in names) <= 1
+    return len(names) > 2 and sum(not all_numbers([n]) for n in names) <= 1
 
 
-def _all_numbers(names: Sequence[str]) -> bool:
+def all_numbers(names: Sequence[str]) -> bool:
     """Whether every column name reads as a number (pandas suffixes repeats: "0", "0.1", "8.5.1")."""
     def number(text: str) -> bool:
         for candidate in (text, text.rpartition(".")[0]):

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .bag_files import FEATURE_SUFFIXES, LINK_ADVICE, BagFileError, check_bag_id, first_line
 from .containers import plain_labels
-from .csv_checks import _all_numbers, check_row_widths, ids_as_written, read_labels
+from .csv_checks import all_numbers, check_row_widths, ids_as_written, read_labels
 
 __all__ = ["folder_ids", "read_labels_file"]
 
@@ -52,7 +52,7 @@ def read_labels_file(root: Path, labels: Path, *, bag_col: str, label_col: str |
     if bag_col not in table.columns:
         # A file without a header row: its first bag and label became the column names.
         hint = ("; its first row reads as a bag and its label, not names: a labels file needs a header row "
-                f"({bag_col},{label_col or 'label'})" if any(_all_numbers([str(c)]) for c in table.columns) else "")
+                f"({bag_col},{label_col or 'label'})" if any(all_numbers([str(c)]) for c in table.columns) else "")
         raise BagFileError(f"{labels}: no bag-id column {bag_col!r} (columns: {list(table.columns)}){hint}.")
     if len(table) == 0:
         raise BagFileError(f"{labels}: lists no bags.")
