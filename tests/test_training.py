@@ -480,3 +480,21 @@ def test_compiled_pairwise_penalty_is_the_published_term_with_its_gradient(dtype
     tol = 1e-12 if dtype == np.float64 else 1e-5
     assert p_pen == pytest.approx(value.item(), rel=tol)
     np.testing.assert_allclose(gP, Pt.grad.numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.skipif(not compiled.AVAILABLE, reason="numba not installed")
+def test_a_first_compile_is_said_before_the_bar_sits_at_zero(monkeypatch, capsys):
+    # The first training on a machine compiles the kernels for about half a minute at 0 %: a note says why.
+    bags, y = make_concept_bags(n_bags=12, seed=1)
+    run = dict(model_config=PrototypeMILConfig(n_prototypes=3), train_config=TrainConfig(epochs=1), device="cpu",
+               backend="compiled")
+    train_batched(bags, y, [np.arange(12)], [0], **run)  # compiled and cached now, as numba writes its cache
+    assert compiled.first_compile() is False
+    missing = type("Kernel", (), {"_cache": type("C", (), {"_cache_file": type("F", (), {"_index_path": "/nope.nbi"})})})
+    assert compiled.first_compile(missing) is True and compiled.first_compile(object()) is False
+    capsys.readouterr()
+    monkeypatch.setattr(compiled, "first_compile", lambda kernel=None: True)
+    train_batched(bags, y, [np.arange(12)], [0], **run, progress=True)
+    assert "compiling the training kernels" in capsys.readouterr().err
+    train_batched(bags, y, [np.arange(12)], [0], **run, progress=False)  # quiet: no note
+    assert "compiling" not in capsys.readouterr().err

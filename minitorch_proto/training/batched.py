@@ -25,6 +25,7 @@ its own Adam state and learning rates, its own feature standardisation.
 from __future__ import annotations
 
 import functools
+import sys
 import time
 from dataclasses import replace
 from typing import Callable, Sequence
@@ -309,6 +310,9 @@ def _train_compiled(s: Setup) -> BatchedFit:
         return class_probabilities(logits)
 
     B = int(tc.batch_size)
+    if s.progress and compiled.first_compile():  # else the bar sits at 0 % for half a minute, unexplained
+        print("note: compiling the training kernels for this machine (first run only, about half a minute)",
+              file=sys.stderr)
     for epoch in progress_bar(range(first_epoch, int(tc.epochs)), s.progress, f"epochs ({M} models)"):
         t0 = time.perf_counter()
         schedule = [epoch_batches(len(s.train_sets[m]), tc, rngs[m]) for m in range(M)]

@@ -31,6 +31,7 @@ a distance or norm of exactly 0 passes no gradient (``safe_sqrt``).
 from __future__ import annotations
 
 import contextlib
+import os
 
 import numpy as np
 
@@ -483,6 +484,18 @@ class EpochState:
         shape = (lambda a: a.shape) if accumulate else (lambda a: (0,) * a.ndim)
         self.accumulated = [np.zeros(shape(a), dtype=a.dtype) for a in (self.P, self.W, self.b)]
         self.step = np.zeros(P.shape[0], dtype=np.int64)
+
+
+def first_compile(kernel=None) -> bool:
+    """Whether numba's on-disk cache lacks the epoch kernel, so the next training compiles it (about half a
+    minute on two cores, with the progress bar still at 0 %): the first run on a machine, or after this file
+    changed. Read from numba's cache index (``kernel``: another cached dispatcher); False when it cannot tell,
+    since it only decides whether to print a note."""
+    try:
+        index = (kernel if kernel is not None else _run_epoch)._cache._cache_file._index_path
+    except (AttributeError, NameError):  # numba absent, or its cache laid out otherwise
+        return False
+    return not os.path.exists(index)
 
 
 def train_epoch(state: EpochState, X, start, sizes, y, plan, n_batches, lr_p, lr_w, factor, model_config,
