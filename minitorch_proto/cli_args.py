@@ -50,6 +50,9 @@ def add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
                        "1 with --no-header)")
         p.add_argument("--label-col", type=text, default=None, help="label column of --csv or --labels (default: "
                        "label; 0 with --no-header)")
+        p.add_argument("--ignore-cols", type=text, default=None, metavar="COLS",
+                       help="with --csv: comma-separated columns that are neither the bag, the label nor a feature "
+                       "(an instance id, a site, coordinates), left out alike by train, cv, predict and explain")
     p.add_argument("--data-dir", type=text, default=None,
                    help="folder holding the benchmark files (default: $MINITORCH_PROTO_DATA, else the user cache)")
     p.add_argument("--no-download", action="store_true", help="never download; fail if the files are not local")

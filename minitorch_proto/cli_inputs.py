@@ -145,8 +145,9 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
     from .data.readers import index_by_line, shown_names
 
     no_header = bool(getattr(args, "no_header", False))
-    if no_header and not getattr(args, "csv", None):
-        raise ValueError("--no-header describes a --csv file; this command reads no --csv.")
+    for flag, given in (("--no-header", no_header), ("--ignore-cols", getattr(args, "ignore_cols", None))):
+        if given and not getattr(args, "csv", None):
+            raise ValueError(f"{flag} describes a --csv file; this command reads no --csv.")
     bag_col = args.bag_col if args.bag_col is not None else ("1" if no_header else "bag")
     label_col = args.label_col if args.label_col is not None else ("0" if no_header else "label")
     if bag_col == label_col and not (no_header and args.label_col is None):  # that default is settled below
@@ -217,6 +218,10 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
     index_by_line(df, header=not no_header)
     columns = [str(c) for c in df.columns]
     df.columns = columns
+    ignored = _ignored_columns(getattr(args, "ignore_cols", None), columns, path, bag_col, label_col)
+    if ignored:  # before anything counts or names the columns: they are not part of the data
+        df = df.drop(columns=ignored)
+        columns = [c for c in columns if c not in ignored]
     if no_header and feature_names is not None:
         label_col = _headerless_layout(args, path, len(columns), len(feature_names), labels, label_col)
     if bag_col == label_col:
@@ -262,7 +267,7 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
                              f"trained on.{hint}")
         if extra:
             raise ValueError(f"--csv {path} has column(s) {shown_names(extra)} that the model was not trained on; "
-                             f"drop them (the model uses {len(names)} features).")
+                             f"drop them, or name them with --ignore-cols (the model uses {len(names)} features).")
         others = names
     try:
         ds = from_dataframe(df, bag_col=bag_col, label_col=label_col, feature_cols=others, name=path.stem,
@@ -306,6 +311,26 @@ def _check_label_column(y, where: str, label_col: str) -> None:
         _note(f"{where}: {positive!r} is the positive class (the second of the labels in sorted order): "
               "mi-SVM and mi-Net look for its witnesses, and explanations are evidence for it; relabel "
               "(e.g. 0/1) if the other class is the positive one.")
+
+
+def _ignored_columns(given: str | None, columns: list[str], path: Path, bag_col: str, label_col: str) -> list[str]:
+    """The columns ``--ignore-cols`` names, each checked to be a column of the file and neither its bag nor its
+    label column."""
+    from .data.readers import shown_names
+
+    if not given:
+        return []
+    names = [n.strip() for n in given.split(",")]
+    if not all(names):
+        raise ValueError(f"--ignore-cols {given!r} has an empty name; separate column names with single commas.")
+    unknown = [n for n in names if n not in columns]
+    if unknown:
+        raise ValueError(f"--ignore-cols names {shown_names(unknown)}, which --csv {path} does not have "
+                         f"(columns: {shown_names(columns)}).")
+    for role, col in (("bag", bag_col), ("label", label_col)):
+        if col in names:
+            raise ValueError(f"--ignore-cols names {col!r}, the {role} column; it cannot be left out.")
+    return list(dict.fromkeys(names))
 
 
 def _mixed_labels(df: pd.DataFrame, path: Path, bag_col: str, label_col: str) -> str | None:

@@ -1167,3 +1167,24 @@ def test_a_labels_file_without_a_header_row_is_told_so(tmp_path):
     (tmp_path / "labels.csv").write_text("".join(f"s{i},{int(v)}\n" for i, v in enumerate(y)))
     with pytest.raises(BagFileError, match=r"first row reads as a bag and its label.*header row \(bag,label\)"):
         DiskBagDataset(tmp_path / "bags", tmp_path / "labels.csv")
+
+
+def test_ignore_cols_leaves_a_column_out_of_train_predict_and_explain_alike(tmp_path, capsys):
+    path = _csv(tmp_path / "d.csv", ["a", "b", "c", "d"], [0, 1, 0, 1])
+    frame = pd.read_csv(path).assign(site=[7.0, 8.0] * 4)
+    frame.to_csv(path, index=False)
+    model = tmp_path / "m.safetensors"
+    code, out, _ = _run(capsys, "train", "--csv", path, "--ignore-cols", "site", *FAST, "--out", model)
+    assert code == 0 and "3 features: ['f0', 'f1', 'f2']" in out, out
+    code, want, err = _run(capsys, "predict", "--model", model, "--csv", path, "--ignore-cols", " site ")
+    assert code == 0 and len(want.splitlines()) == 5, err
+    frame.drop(columns="site").to_csv(tmp_path / "plain.csv", index=False)
+    assert _run(capsys, "predict", "--model", model, "--csv", tmp_path / "plain.csv")[1] == want
+    code, _, err = _run(capsys, "predict", "--model", model, "--csv", path)  # the column is no feature of the model
+    assert code == 2 and "name them with --ignore-cols" in err
+    assert _run(capsys, "explain", "--model", model, "--csv", path, "--ignore-cols", "site", "--top", "1")[0] == 0
+    for given, words in (("nosuch", "which --csv"), ("site,,f0", "empty name"), ("label", "the label column")):
+        code, _, err = _run(capsys, "train", "--csv", path, "--ignore-cols", given, *FAST, "--out", tmp_path / "x.pt")
+        assert code == 2 and len(err.splitlines()) == 1 and words in err, (given, err)
+    code, _, err = _run(capsys, "train", "--dataset", "musk1", "--ignore-cols", "f0", "--out", tmp_path / "x.pt")
+    assert code == 2 and "--ignore-cols describes a --csv file" in err
