@@ -345,3 +345,12 @@ def test_a_folder_without_a_labels_file_reads_every_feature_file_sorted_and_unla
         DiskBagDataset(tmp_path / "empty", None)
     (tmp_path / "f" / "._b.npy").write_bytes(b"\x00\x05\x16\x07")  # macOS's AppleDouble twin: no bag
     assert list(DiskBagDataset(tmp_path / "f", None).bag_ids) == ["a10", "a9", "b"]
+
+
+def test_a_labels_path_meant_inside_the_folder_is_pointed_at(tmp_path, monkeypatch):
+    bags, y = make_concept_bags(n_bags=2, n_features=2)
+    write_bag_folder(tmp_path / "features", bags, y, ["a", "b"])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match=r"labels.csv does not exist; features/labels.csv does: pass that path"):
+        DiskBagDataset("features/", "labels.csv")
+    assert len(DiskBagDataset("features/", "features/labels.csv")) == 2

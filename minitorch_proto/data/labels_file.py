@@ -32,7 +32,10 @@ def read_labels_file(root: Path, labels: Path, *, bag_col: str, label_col: str |
         a missing label, a link out of the folder.
     """
     if not labels.is_file():
-        raise FileNotFoundError(f"Labels file {labels} does not exist.")
+        # A relative path is read from the working directory, not the folder (the CLI's default is the folder's).
+        inside = root / labels
+        hint = f"; {inside} does: pass that path" if not labels.is_absolute() and inside.is_file() else ""
+        raise FileNotFoundError(f"Labels file {labels} does not exist{hint}.")
     if (labels.is_symlink() and not follow_links and labels.parent.resolve() == root.resolve()
             and not labels.resolve().is_relative_to(root.resolve())):
         # The folder's own labels file is the stranger's too; one named on purpose elsewhere is the user's.
