@@ -42,6 +42,9 @@ def add_data_args(p: argparse.ArgumentParser, single: bool = True) -> None:
         p.add_argument("--follow-links", action="store_true",
                        help="with --bags-dir: also read feature files that are links to places outside the folder "
                        "(refused by default: a shared folder could otherwise point the tool at any of your files)")
+        p.add_argument("--features-key", type=text, default=None, metavar="KEY",
+                       help="with --bags-dir: the dataset of .h5 files (or key of .pt dicts) that holds each bag's "
+                       "features (default: features)")
         p.add_argument("--no-header", action="store_true",
                        help="with --csv: the file has no header row, as in the classic MIL layout (label, bag, "
                        "features...) of the five benchmarks; columns are then numbered from 0, --bag-col and "
@@ -113,11 +116,11 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--batch-size", type=count(1), default=None,
                    help="bags per step (1); under torchrun the global minibatch, split across the processes")
     g.add_argument("--lr-prototypes", type=number(positive=True), default=None,
-                   help="Adam rate of the prototypes (default: Table 1's for a benchmark, else 9e-5, Musk1's: small for "
-                   "new data at 100 epochs; raise both, e.g. to 1e-2, or use --recommended)")
+                   help="Adam rate of the prototypes (default: Table 1's for a benchmark, else 9e-5, "
+                   "Musk1's: small for new data at 100 epochs; raise both, e.g. to 1e-2, or use --recommended)")
     g.add_argument("--lr-classifier", type=number(positive=True), default=None,
-                   help="Adam rate of the classifier (default: Table 1's for a benchmark, else 3e-5, Musk1's: small for "
-                   "new data at 100 epochs; raise both, e.g. to 1e-2, or use --recommended)")
+                   help="Adam rate of the classifier (default: Table 1's for a benchmark, else 3e-5, "
+                   "Musk1's: small for new data at 100 epochs; raise both, e.g. to 1e-2, or use --recommended)")
     g.add_argument("--lambda-w", type=number(positive=False), default=None,
                    help="L1 weight penalty (default: Table 1's for a benchmark, else 3e-4)")
     g.add_argument("--lambda-p", type=number(positive=False), default=None,

@@ -154,7 +154,8 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         raise ValueError(f"--bag-col and --label-col both name column {bag_col!r}; they must differ.")
     if not getattr(args, "bags_dir", None):
         for flag, given in (("--labels", getattr(args, "labels", None)),
-                            ("--follow-links", getattr(args, "follow_links", False))):
+                            ("--follow-links", getattr(args, "follow_links", False)),
+                            ("--features-key", getattr(args, "features_key", None))):
             if given:
                 raise ValueError(f"{flag} describes a --bags-dir folder; this command reads no --bags-dir.")
     if not getattr(args, "csv", None) and not getattr(args, "bags_dir", None):
@@ -167,18 +168,18 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         bags_dir = Path(args.bags_dir)
         if not bags_dir.is_dir():
             raise ValueError(f"--bags-dir {bags_dir} is not a folder.")
-        labels_path = _labels_path(args)
+        labels_path, key = _labels_path(args), getattr(args, "features_key", None) or "features"
         if not labels and not labels_path.exists():  # predict and explain read only the ids
             if args.labels:
                 raise ValueError(f"--labels {labels_path}: no such file; to predict, a CSV with just a 'bag' column "
                                  "naming each bag's file (without its suffix) is enough.")
             # New slides come without labels: every feature file of the folder is a bag to score.
-            ds = DiskBagDataset(bags_dir, None, follow_links=getattr(args, "follow_links", False))
+            ds = DiskBagDataset(bags_dir, None, follow_links=getattr(args, "follow_links", False), key=key)
             _note(f"--bags-dir {bags_dir} has no labels.csv: scoring every feature file in it ({len(ds)} bags).")
             return ds, None
         check_input_file(labels_path, "--labels")
         # Predicting reads no labels: a blank or odd label column is no error then.
-        ds = DiskBagDataset(bags_dir, labels_path, bag_col=bag_col, label_col=label_col if labels else None,
+        ds = DiskBagDataset(bags_dir, labels_path, bag_col=bag_col, label_col=label_col if labels else None, key=key,
                             follow_links=getattr(args, "follow_links", False))
         if ds.unlisted:  # a stale or partial labels file reads no error
             _note(f"{len(ds.unlisted)} feature file(s) in --bags-dir {bags_dir} are not listed in {labels_path} and "

@@ -354,3 +354,22 @@ def test_a_labels_path_meant_inside_the_folder_is_pointed_at(tmp_path, monkeypat
     with pytest.raises(FileNotFoundError, match=r"labels.csv does not exist; features/labels.csv does: pass that path"):
         DiskBagDataset("features/", "labels.csv")
     assert len(DiskBagDataset("features/", "features/labels.csv")) == 2
+
+
+def test_features_key_reads_h5_bags_stored_under_another_name(tmp_path, capsys):
+    h5py = pytest.importorskip("h5py")
+    bags, y = make_concept_bags(n_bags=8, n_features=3)
+    folder = tmp_path / "slides"
+    folder.mkdir()
+    for i, bag in enumerate(bags):
+        with h5py.File(folder / f"s{i}.h5", "w") as f:
+            f.create_dataset("feats", data=bag)
+    pd.DataFrame({"bag": [f"s{i}" for i in range(8)], "label": y}).to_csv(folder / "labels.csv", index=False)
+    model = tmp_path / "m.safetensors"
+    train = ["train", "--bags-dir", str(folder), "--epochs", "1", "--prototypes", "2", "--out", str(model), "--quiet"]
+    assert main(train) == 2 and "features" in capsys.readouterr().err  # the default key is not there
+    assert main([*train, "--features-key", "feats"]) == 0 and "trained on 8 bags" in capsys.readouterr().out
+    assert main(["predict", "--model", str(model), "--bags-dir", str(folder), "--features-key", "feats"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 9
+    assert main(["train", "--csv", str(folder / "labels.csv"), "--features-key", "feats", "--out", str(model)]) == 2
+    assert "--features-key describes a --bags-dir folder" in capsys.readouterr().err
