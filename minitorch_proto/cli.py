@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from .about import __version__, code_version
-from .cli_inputs import (data_provenance, in_cli_words, load_benchmarks, load_data, naming_bags,
-                         refuse_overwriting_inputs)
+from .cli_inputs import (data_provenance, drop_notes, flush_notes, in_cli_words, load_benchmarks, load_data,
+                         naming_bags, refuse_overwriting_inputs)
 from .outputs import (check_input_file, check_output_path, check_results_folder, staged_directory, write_atomic,
                       write_together)
 
@@ -157,6 +157,7 @@ def cmd_compare(args) -> int:
     check_results_folder(out, "compare", COMPARE_FILES)
     started = time.perf_counter()
     data, _ = load_data(args)
+    flush_notes()
     n_classes = len(np.unique(data.y))
     binary = [label for label, est in estimators.items() if n_classes > 2 and _two_classes_only(est)]
     if binary:  # refused now, not after the methods listed before them have run
@@ -195,6 +196,7 @@ def cmd_cv(args) -> int:
                           for suffix in (".run.json", ".predictions.csv"))
     started = time.perf_counter()
     data, _ = load_data(args)
+    flush_notes()
     y, classes = _encoded(data.y)
     mconf, tconf, std = configs_from(args, data.name)
     folds = stratified_folds(y, args.repeats, args.folds, random_state=args.seed)
@@ -239,6 +241,7 @@ def cmd_train(args) -> int:
             args.device = process_device(args.device).type
         data, names = load_data(args)
         clf = estimator_from(args, data.name)
+        flush_notes()
         with naming_bags(data.bag_ids):
             if world > 1 or args.stream:
                 clf.fit_streaming(data.bags, data.y)
@@ -553,7 +556,9 @@ def main(argv: list[str] | None = None) -> int:
         if int(os.environ.get("WORLD_SIZE", "1")) > 1 and args.command != "train":
             # Each process would run the whole command: the work twice, standard output twice.
             raise ValueError(f"{args.command} runs as one process; only train shares its work under torchrun.")
-        return int(args.func(args) or 0)
+        status = int(args.func(args) or 0)
+        flush_notes()  # predict's and explain's, held until their table is written
+        return status
     except DownloadError as exc:
         # Several lines on purpose: each mirror's error and where to put the file by hand.
         print(f"error: {exc}", file=sys.stderr)
@@ -574,6 +579,8 @@ def main(argv: list[str] | None = None) -> int:
         print("error: out of memory: use fewer prototypes (--prototypes), a smaller --batch-size or --chunk-size, "
               "or fewer bags at once.", file=sys.stderr)
         return EXIT_FAILURE
+    finally:
+        drop_notes()  # held notes of a command that failed are not printed: its error is the one line to read
 
 
 if __name__ == "__main__":

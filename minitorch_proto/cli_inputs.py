@@ -19,8 +19,8 @@ import pandas as pd
 from .data.csv_checks import label_wording
 from .outputs import check_input_file
 
-__all__ = ["data_provenance", "in_cli_words", "load_benchmark_for", "load_benchmarks", "load_data", "naming_bags",
-           "refuse_overwriting_inputs"]
+__all__ = ["data_provenance", "drop_notes", "flush_notes", "in_cli_words", "load_benchmark_for", "load_benchmarks",
+           "load_data", "naming_bags", "refuse_overwriting_inputs"]
 
 
 def load_benchmark_for(args, name: str, *, pathology: bool = False):
@@ -169,6 +169,10 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         if not bags_dir.is_dir():
             raise ValueError(f"--bags-dir {bags_dir} is not a folder.")
         labels_path, key = _labels_path(args), getattr(args, "features_key", None) or "features"
+        inside = bags_dir / labels_path
+        if args.labels and not labels_path.exists() and not labels_path.is_absolute() and inside.is_file():
+            raise ValueError(f"--labels {labels_path}: no such file (a relative path is read from the working "
+                             f"directory); {inside} is: pass --labels {inside}, or leave --labels out.")
         if not labels and not labels_path.exists():  # predict and explain read only the ids
             if args.labels:
                 raise ValueError(f"--labels {labels_path}: no such file; to predict, a CSV with just a 'bag' column "
@@ -177,6 +181,10 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
             ds = DiskBagDataset(bags_dir, None, follow_links=getattr(args, "follow_links", False), key=key)
             _note(f"--bags-dir {bags_dir} has no labels.csv: scoring every feature file in it ({len(ds)} bags).")
             return ds, None
+        if labels and not args.labels and not labels_path.exists():
+            raise ValueError(f"--bags-dir {bags_dir} has no labels.csv, and training needs one: a CSV with a 'bag' "
+                             "column naming each bag's file (without its suffix) and a 'label' column (or name "
+                             "another file with --labels).")
         check_input_file(labels_path, "--labels")
         # Predicting reads no labels: a blank or odd label column is no error then.
         ds = DiskBagDataset(bags_dir, labels_path, bag_col=bag_col, label_col=label_col if labels else None, key=key,
@@ -261,6 +269,10 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         extra = [c for c in others if c not in wanted]
         if missing:
             hint = ""
+            left_out = [n for n in missing if n in ignored]
+            if left_out:  # the file has them: say what took them away
+                raise ValueError(f"--ignore-cols leaves out {shown_names(left_out)}, feature(s) the model was trained "
+                                 "on; ignore only columns the model does not use.")
             if all(n.isdigit() for n in names):  # column numbers: what a file without a header gives its columns
                 hint = (" If the model was trained on a file without a header (its features are named by column "
                         "number), read this one with --no-header, its columns in the training file's order.")
@@ -274,7 +286,8 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
         ds = from_dataframe(df, bag_col=bag_col, label_col=label_col, feature_cols=others, name=path.stem,
                             where=str(path))
     except ValueError as exc:  # the library's words name its arguments (y, feature_cols); the command line has none
-        message = label_wording(str(exc).replace(", or pass feature_cols=.", "."), f"--csv {path}", label_col)
+        text = str(exc).replace(", or pass feature_cols=.", ", or leave them out with --ignore-cols.")
+        message = label_wording(text, f"--csv {path}", label_col)
         if no_header and "not numeric" in message and _only_first_row_is_text(df[others]):
             message += " Its first row reads as names, not data: for a file with a header, drop --no-header."
         raise ValueError(message) from None
@@ -321,7 +334,8 @@ def _ignored_columns(given: str | None, columns: list[str], path: Path, bag_col:
 
     if not given:
         return []
-    names = [n.strip() for n in given.split(",")]
+    # A name as typed when the file has it (" site"), else without the spaces around it ("f0, f1").
+    names = [n if n in columns else n.strip() for n in given.split(",")]
     if not all(names):
         raise ValueError(f"--ignore-cols {given!r} has an empty name; separate column names with single commas.")
     unknown = [n for n in names if n not in columns]
@@ -351,10 +365,29 @@ def _mixed_labels(df: pd.DataFrame, path: Path, bag_col: str, label_col: str) ->
             "--label-col).")
 
 
+#: Notes about the inputs, held until the command has checked them (a bad input's error stays its one line):
+#: train, cv and compare print them once the data are read, before the long work; predict and explain once
+#: their table is written, since a bag that fails the model is met only while scoring. ``main`` drops them
+#: on an error.
+_PENDING: list[str] = []
+
+
 def _note(message: str) -> None:
-    """A note on standard error, from the first process only (under torchrun every process reads the inputs)."""
+    """A note for standard error, from the first process only (under torchrun every process reads the inputs)."""
     if int(os.environ.get("RANK", "0")) == 0:
+        _PENDING.append(message)
+
+
+def flush_notes() -> None:
+    """Print the notes held so far (see :data:`_PENDING`)."""
+    for message in _PENDING:
         print(f"note: {message}", file=sys.stderr)
+    _PENDING.clear()
+
+
+def drop_notes() -> None:
+    """Forget the notes held so far: the command failed, and its error is the one line to read."""
+    _PENDING.clear()
 
 
 #: Two-class labels whose sorted order already puts the positive class second.

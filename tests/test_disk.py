@@ -373,3 +373,15 @@ def test_features_key_reads_h5_bags_stored_under_another_name(tmp_path, capsys):
     assert len(capsys.readouterr().out.splitlines()) == 9
     assert main(["train", "--csv", str(folder / "labels.csv"), "--features-key", "feats", "--out", str(model)]) == 2
     assert "--features-key describes a --bags-dir folder" in capsys.readouterr().err
+
+
+def test_a_wrong_features_key_names_the_flag(tmp_path, capsys):
+    h5py = pytest.importorskip("h5py")
+    folder = tmp_path / "slides"
+    folder.mkdir()
+    with h5py.File(folder / "s0.h5", "w") as f:
+        f.create_dataset("feats", data=np.ones((2, 3)))
+    torch.save({"feats": torch.ones(2, 3)}, folder / "s1.pt")
+    for bag in ("s0", "s1"):
+        with pytest.raises(BagFileError, match="--features-key for the features"):
+            DiskBagDataset(folder, None, key="wrong")[["s0", "s1"].index(bag)]

@@ -515,7 +515,7 @@ def test_headers_pandas_would_rename_are_refused(tmp_path, capsys):
     bad_cell[["label", "bag", "f0", "f1", "f2"]].to_csv(tmp_path / "bad_cell.csv", index=False, header=False)
     code, _, err = _run(capsys, "train", "--csv", tmp_path / "bad_cell.csv", "--no-header", *FAST, "--out",
                         tmp_path / "m.pt")
-    assert code == 2 and "not numeric" in err and "drop --no-header" not in err
+    assert code == 2 and "not numeric" in err and "drop --no-header" not in err and "--ignore-cols" in err
     code, _, err = _run(capsys, "train", "--csv", path, "--label-col", "bag", *FAST, "--out", tmp_path / "m.pt")
     assert code == 2 and "both name column 'bag'" in err
 
@@ -1188,3 +1188,51 @@ def test_ignore_cols_leaves_a_column_out_of_train_predict_and_explain_alike(tmp_
         assert code == 2 and len(err.splitlines()) == 1 and words in err, (given, err)
     code, _, err = _run(capsys, "train", "--dataset", "musk1", "--ignore-cols", "f0", "--out", tmp_path / "x.pt")
     assert code == 2 and "--ignore-cols describes a --csv file" in err
+
+
+def test_an_error_stays_one_line_when_notes_were_due(tmp_path, capsys):
+    # Notes about the input are held until it has passed: a folder without labels.csv scored by a model of
+    # other width, or a file read by a model without feature names that then fails, had printed note + error.
+    bags, y = make_concept_bags(n_bags=4, n_features=3)
+    write_bag_folder(tmp_path / "bags", bags, y, ["a", "b", "c", "d"])
+    (tmp_path / "bags" / "labels.csv").unlink()
+    wide, _ = make_concept_bags(n_bags=4, n_features=5)
+    model = PrototypeMILClassifier(epochs=1, n_prototypes=2).fit(wide, y).save(tmp_path / "m.safetensors")
+    code, _, err = _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags")
+    assert code == 2 and len(err.splitlines()) == 1 and "note:" not in err, err
+    code, _, err = _run(capsys, "explain", "--model", model, "--bags-dir", tmp_path / "bags")
+    assert code == 2 and len(err.splitlines()) == 1 and "note:" not in err, err
+    narrow = PrototypeMILClassifier(epochs=1, n_prototypes=2).fit(bags, y).save(tmp_path / "n.safetensors")
+    code, out, err = _run(capsys, "predict", "--model", narrow, "--bags-dir", tmp_path / "bags")
+    assert code == 0 and err.startswith("note:") and "scoring every feature file" in err  # said when it worked
+    path = _csv(tmp_path / "d.csv", ["a", "b"], [0, 1])
+    pd.read_csv(path).assign(f3=1.0, f4=2.0).to_csv(tmp_path / "five.csv", index=False)
+    code, _, err = _run(capsys, "predict", "--model", model, "--csv", path)  # 3 columns for 5 features
+    assert code == 2 and len(err.splitlines()) == 1, err
+
+
+def test_ignore_cols_takes_names_as_the_file_writes_them_and_names_what_it_took_away(tmp_path, capsys):
+    path = _csv(tmp_path / "d.csv", ["a", "b", "c", "d"], [0, 1, 0, 1])
+    pd.read_csv(path).assign(**{" site": 1.0}).to_csv(path, index=False)
+    model = tmp_path / "m.safetensors"
+    code, out, err = _run(capsys, "train", "--csv", path, "--ignore-cols", " site", *FAST, "--out", model)
+    assert code == 0 and "3 features: ['f0', 'f1', 'f2']" in out, err
+    code, _, err = _run(capsys, "predict", "--model", model, "--csv", path, "--ignore-cols", " site,f0")
+    assert code == 2 and "--ignore-cols leaves out ['f0'], feature(s) the model was trained on" in err, err
+
+
+def test_bag_folder_labels_advice_on_the_command_line(tmp_path, capsys, monkeypatch):
+    bags, y = make_concept_bags(n_bags=4, n_features=3)
+    write_bag_folder(tmp_path / "features", bags, y, ["a", "b", "c", "d"])
+    monkeypatch.chdir(tmp_path)
+    out = ["--epochs", "1", "--prototypes", "2", "--out", "m.safetensors"]
+    code, _, err = _run(capsys, "train", "--bags-dir", "features", "--labels", "labels.csv", *out)
+    assert code == 2 and "features/labels.csv is: pass --labels features/labels.csv" in err, err
+    (tmp_path / "features" / "labels.csv").unlink()
+    code, _, err = _run(capsys, "train", "--bags-dir", "features", *out)
+    assert code == 2 and "has no labels.csv, and training needs one" in err and len(err.splitlines()) == 1, err
+    np.save(tmp_path / "features" / "._a.npy", np.zeros(3))  # no bag, named or not
+    (tmp_path / "features" / "sub.npy").mkdir()
+    model = PrototypeMILClassifier(epochs=1, n_prototypes=2).fit(bags, y).save(tmp_path / "m2.safetensors")
+    code, got, err = _run(capsys, "predict", "--model", model, "--bags-dir", "features")
+    assert code == 0 and [r.split(",")[0] for r in got.splitlines()[1:]] == ["a", "b", "c", "d"], err

@@ -47,6 +47,11 @@ def first_line(exc: BaseException) -> str:
     return text.split(" Re-running `torch.load`")[0].split("(1) ")[0].rstrip(" .:")
 
 
+#: How to read an array stored under another name (CLAM and TRIDENT write 'features' and 'coords').
+KEY_ADVICE = ("name the one to read: --features-key for the features (key= in Python), --coords-key for the "
+              "coordinates")
+
+
 def check_bag_id(bag_id: str, where: str) -> str:
     """``bag_id`` if it is a plain file name; a one-line :class:`BagFileError` otherwise."""
     text = str(bag_id)
@@ -117,7 +122,8 @@ def _load_pt(path: Path, key: str, entry_only: bool = False):
         raise BagFileError(f"{path}: not a readable PyTorch tensor file ({first_line(exc)}).") from None
     if isinstance(obj, dict):
         if key not in obj:
-            raise BagFileError(f"{path}: the saved dict has no {key!r} entry (keys: {sorted(map(str, obj))}).")
+            raise BagFileError(f"{path}: the saved dict has no {key!r} entry (keys: {sorted(map(str, obj))}); "
+                               f"{KEY_ADVICE}.")
         obj = obj[key]
     elif entry_only:  # one saved tensor is the features: it is not the other array asked for
         raise BagFileError(f"{path}: holds one tensor (the features), no {key!r}; save a dict of tensors to keep "
@@ -213,9 +219,7 @@ def open_array(path: Path, key: str, follow_links: bool = False, entry_only: boo
     if dataset is None:
         held = sorted(name for name in handle.keys())[:5] if hasattr(handle, "keys") else []
         handle.close()
-        raise BagFileError(f"{path}: no {key!r} dataset in the HDF5 file (it holds {held}); the features are read "
-                           f"from {key!r}, as CLAM and TRIDENT write them (in Python, DiskBagDataset(key=...) reads "
-                           "another).")
+        raise BagFileError(f"{path}: no {key!r} dataset in the HDF5 file (it holds {held}); {KEY_ADVICE}.")
     return dataset, handle
 
 

@@ -32,8 +32,8 @@ from typing import Iterator, Sequence
 import numpy as np
 from numpy.typing import DTypeLike
 
-from .bag_files import (FEATURE_SUFFIXES, LINK_ADVICE, BagFile, BagFileError, as_numpy, check_bag_id, escape_breaks,
-                        first_line, kind_ok, open_array)
+from .bag_files import (FEATURE_SUFFIXES, KEY_ADVICE, LINK_ADVICE, BagFile, BagFileError, as_numpy, check_bag_id,
+                        escape_breaks, first_line, kind_ok, open_array)
 from .labels_file import folder_ids, read_labels_file
 from ..validation import check_chunk_size
 
@@ -129,8 +129,9 @@ class DiskBagDataset(Sequence):
         self._files = [self._inspect(str(b)) for b in self.bag_ids]
         listed = set(self.bag_ids.tolist())
         #: Feature files in the folder that the labels file does not list (they are not read).
-        self.unlisted = sorted(p.name for p in root.iterdir()
-                               if p.suffix.lower() in FEATURE_SUFFIXES and p.stem not in listed)
+        self.unlisted = sorted(p.name for p in root.iterdir()  # hidden files (macOS's ._ twins) are no bags
+                               if p.suffix.lower() in FEATURE_SUFFIXES and p.stem not in listed
+                               and not p.name.startswith("."))
         widths = {f.n_features for f in self._files}
         if len(widths) > 1:
             first = self._files[0]
@@ -360,10 +361,11 @@ class DiskBagDataset(Sequence):
                                "or as .pt dicts to keep per-instance arrays beside them.")
         try:
             arr, handle = open_array(f.path, key, self.follow_links, entry_only=key != self.key)
-        except BagFileError as exc:  # the reader's words are about the features; here another array was asked for
-            raise BagFileError(str(exc).split("; the features are read", 1)[0] + (
-                f"; {key!r} was asked for as a per-instance array (such as CLAM's 'coords')."
-                if "; the features are read" in str(exc) else "")) from None
+        except BagFileError as exc:  # the reader's advice covers both keys; here another array was asked for
+            text = str(exc)
+            raise BagFileError(text.split(f"; {KEY_ADVICE}", 1)[0] + (
+                f"; {key!r} was asked for as a per-instance array (such as CLAM's 'coords'; --coords-key names it)."
+                if KEY_ADVICE in text else "")) from None
         try:
             out = np.atleast_1d(as_numpy(arr[:]))
             out = out if out.flags.owndata else out.copy()

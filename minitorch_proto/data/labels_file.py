@@ -87,8 +87,8 @@ def folder_ids(root: Path) -> np.ndarray:
     BagFileError
         When the folder holds no feature file, or a file name is no safe bag id.
     """
-    ids = sorted({p.stem for p in root.iterdir()
-                  if p.suffix.lower() in FEATURE_SUFFIXES and not p.name.startswith(".")})
+    ids = sorted({p.stem for p in root.iterdir()  # a sub-folder named like a feature file is no bag
+                  if p.suffix.lower() in FEATURE_SUFFIXES and not p.name.startswith(".") and not p.is_dir()})
     if not ids:
         raise BagFileError(f"{root} holds no feature files ({', '.join('*' + s for s in FEATURE_SUFFIXES)}).")
     for bag_id in ids:
