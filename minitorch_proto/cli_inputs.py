@@ -31,11 +31,14 @@ def load_benchmark_for(args, name: str, *, pathology: bool = False):
     loader = load_pathology if pathology and str(name).strip().lower() in PATHOLOGY else load_benchmark
     try:
         return loader(name, data_dir=args.data_dir, download=not args.no_download,
-                              verify=not getattr(args, "no_verify", False),
-                              download_timeout=getattr(args, "download_timeout", None))
+                      verify=not getattr(args, "no_verify", False),
+                      download_timeout=getattr(args, "download_timeout", None))
     except (ValueError, FileNotFoundError, DownloadError) as exc:  # the advice in the flags' words
         kind = type(exc) if type(exc) in (ChecksumError, FileNotFoundError, DownloadError) else ValueError
-        raise kind(in_cli_words(str(exc))) from None
+        text = in_cli_words(str(exc))
+        if pathology and text.startswith("Unknown benchmark"):  # --dataset names the pathology sets too
+            text = text.rstrip(".") + f"; or a pathology set: {', '.join(sorted(PATHOLOGY))}."
+        raise kind(text) from None
 
 
 def in_cli_words(text: str) -> str:

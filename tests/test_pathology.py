@@ -362,3 +362,11 @@ def test_the_command_line_says_drop_no_download_not_the_python_call(tmp_path, mo
     err = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(err) == 1, err
     assert "Drop --no-download" in err[0] and "load_pathology(" not in err[0], err[0]
+
+
+def test_an_unknown_dataset_name_lists_the_pathology_sets_too(tmp_path, capsys):
+    from minitorch_proto.cli import main
+
+    assert main(["train", "--dataset", "ucsb", "--out", str(tmp_path / "m.safetensors")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("or a pathology set: ucsb_breast_cancer.") and "musk1" in err and "\n" not in err, err
