@@ -180,6 +180,10 @@ def load_data(args, labels: bool = True, feature_names: Sequence[str] | None = N
             if args.labels:
                 raise ValueError(f"--labels {labels_path}: no such file; to predict, a CSV with just a 'bag' column "
                                  "naming each bag's file (without its suffix) is enough.")
+            for flag, given in (("--bag-col", args.bag_col), ("--label-col", args.label_col)):
+                if given is not None:  # it names a column of a labels file the folder does not have
+                    raise ValueError(f"{flag} names a column of --labels, and --bags-dir {bags_dir} has no "
+                                     "labels.csv; give the file with --labels, or leave out the flag.")
             # New slides come without labels: every feature file of the folder is a bag to score.
             ds = DiskBagDataset(bags_dir, None, follow_links=getattr(args, "follow_links", False), key=key)
             _note(f"--bags-dir {bags_dir} has no labels.csv: scoring every feature file in it ({len(ds)} bags).")

@@ -593,6 +593,8 @@ def test_predicting_a_bag_folder_without_labels_scores_every_feature_file(tmp_pa
     assert lines[1] == "new" + before[1][len("s0"):]  # a copy of s0's bag, scored alike
     code, _, err = _run(capsys, "explain", "--model", model, "--bags-dir", tmp_path / "bags", "--top", "1")
     assert code == 0, err
+    code, _, err = _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags", "--bag-col", "slide")
+    assert code == 2 and "--bag-col names a column of --labels" in err and len(err.splitlines()) == 1, err
     # A labels file named on purpose and missing is still an error, with what is enough; training needs labels.
     code, _, err = _run(capsys, "predict", "--model", model, "--bags-dir", tmp_path / "bags", "--labels",
                         tmp_path / "none.csv")
