@@ -34,7 +34,7 @@ from numpy.typing import DTypeLike
 
 from .bag_files import (FEATURE_SUFFIXES, KEY_ADVICE, LINK_ADVICE, BagFile, BagFileError, as_numpy, check_bag_id,
                         escape_breaks, first_line, kind_ok, open_array)
-from .labels_file import folder_ids, read_labels_file
+from .labels_file import feature_entries, folder_ids, read_labels_file
 from ..validation import check_chunk_size
 
 __all__ = ["BagFileError", "DiskBagDataset", "FEATURE_SUFFIXES", "write_bag_folder"]
@@ -129,9 +129,7 @@ class DiskBagDataset(Sequence):
         self._files = [self._inspect(str(b)) for b in self.bag_ids]
         listed = set(self.bag_ids.tolist())
         #: Feature files in the folder that the labels file does not list (they are not read).
-        self.unlisted = sorted(p.name for p in root.iterdir()  # hidden files (macOS's ._ twins) are no bags
-                               if p.suffix.lower() in FEATURE_SUFFIXES and p.stem not in listed
-                               and not p.name.startswith("."))
+        self.unlisted = sorted(p.name for p in feature_entries(root) if p.stem not in listed)
         widths = {f.n_features for f in self._files}
         if len(widths) > 1:
             first = self._files[0]

@@ -15,7 +15,7 @@ from .bag_files import FEATURE_SUFFIXES, LINK_ADVICE, BagFileError, check_bag_id
 from .containers import plain_labels
 from .csv_checks import all_numbers, check_row_widths, ids_as_written, read_labels
 
-__all__ = ["folder_ids", "read_labels_file"]
+__all__ = ["feature_entries", "folder_ids", "read_labels_file"]
 
 
 def read_labels_file(root: Path, labels: Path, *, bag_col: str, label_col: str | None,
@@ -77,6 +77,13 @@ def read_labels_file(root: Path, labels: Path, *, bag_col: str, label_col: str |
     return ids.astype(str).to_numpy(), y, [str(c) for c in table.columns]
 
 
+def feature_entries(root: Path) -> list[Path]:
+    """The entries of ``root`` that may be bags: a feature suffix, not hidden (macOS's ``._`` twins, writers'
+    temporaries), not a sub-folder named like a feature file."""
+    return [p for p in root.iterdir()
+            if p.suffix.lower() in FEATURE_SUFFIXES and not p.name.startswith(".") and not p.is_dir()]
+
+
 def folder_ids(root: Path) -> np.ndarray:
     """The ids of every feature file in ``root`` (file names without their suffix), sorted: a folder read
     without a labels file, as for predicting every bag in it. Hidden files are no bags: macOS leaves
@@ -87,8 +94,7 @@ def folder_ids(root: Path) -> np.ndarray:
     BagFileError
         When the folder holds no feature file, or a file name is no safe bag id.
     """
-    ids = sorted({p.stem for p in root.iterdir()  # a sub-folder named like a feature file is no bag
-                  if p.suffix.lower() in FEATURE_SUFFIXES and not p.name.startswith(".") and not p.is_dir()})
+    ids = sorted({p.stem for p in feature_entries(root)})
     if not ids:
         raise BagFileError(f"{root} holds no feature files ({', '.join('*' + s for s in FEATURE_SUFFIXES)}).")
     for bag_id in ids:
